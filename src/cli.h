@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The `zonefuse` command: one binary, one subcommand per file (cli_*.c).
+ * Each returns the process exit status. Tools use only the interfaces the
+ * daemon uses.
+ */
+#ifndef ZONEFUSE_CLI_H
+#define ZONEFUSE_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "zonefuse/zdev.h"
+
+/* Exit status for a command-line mistake (as fsck(8) and mkfs use). */
+#define CLI_EXIT_USAGE 16
+
+int cli_emu(int argc, char **argv);
+int cli_zones(int argc, char **argv);
+
+/* "zonefuse CMD: " followed by the message, on stderr. */
+__attribute__((format(printf, 2, 3))) void cli_error(const char *cmd,
+						     const char *fmt, ...);
+
+/* Open @path, printing the device layer's reason on failure. */
+int cli_open_dev(const char *cmd, const char *path, unsigned int flags,
+		 struct zdev **devp);
+
+/* Parse a size option, printing what is wrong. 0 or -EINVAL. */
+int cli_size_arg(const char *cmd, const char *opt, const char *val,
+		 uint64_t *out);
+int cli_u32_arg(const char *cmd, const char *opt, const char *val,
+		uint32_t *out);
+
+/* Print a JSON string with escapes. */
+void cli_json_str(const char *s);
+
+#endif /* ZONEFUSE_CLI_H */

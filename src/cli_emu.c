@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* zonefuse emu create IMAGE --size SIZE [geometry options] */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "zonefuse/util.h"
+#include "zonefuse/zemu.h"
+
+static void emu_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: zonefuse emu create IMAGE --size SIZE [options]\n"
+		"Create an emulated zoned device in the regular file IMAGE (sparse).\n"
+		"\n"
+		"  --size SIZE            device size, a multiple of the zone size (required)\n"
+		"  --zone-size SIZE       zone size (default 64M)\n"
+		"  --zone-capacity SIZE   writable bytes per zone, <= zone size (default: zone size)\n"
+		"  --max-open N           open zone limit, 0 = none (default 0)\n"
+		"  --max-active N         active zone limit, 0 = none (default 0)\n"
+		"  --conventional N       conventional zones at the start (default 0)\n"
+		"  --block-size N         logical block size, 512 or 4096 (default 4096)\n"
+		"SIZE takes a K, M, G or T suffix (powers of 1024).\n");
+}
+
+static int emu_create(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "size", required_argument, NULL, 's' },
+		{ "zone-size", required_argument, NULL, 'z' },
+		{ "zone-capacity", required_argument, NULL, 'c' },
+		{ "max-open", required_argument, NULL, 'o' },
+		{ "max-active", required_argument, NULL, 'a' },
+		{ "conventional", required_argument, NULL, 'n' },
+		{ "block-size", required_argument, NULL, 'b' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct zemu_params p = { 0 };
+	char err[512] = "", a[32], b[32];
+	const char *img;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		int ret = 0;
+
+		switch (c) {
+		case 's':
+			ret = cli_size_arg("emu", "--size", optarg, &p.size);
+			break;
+		case 'z':
+			ret = cli_size_arg("emu", "--zone-size", optarg,
+					   &p.zone_size);
+			if (!ret && !p.zone_size) {
+				cli_error("emu", "--zone-size must not be 0");
+				ret = -1;
+			}
+			break;
+		case 'c':
+			ret = cli_size_arg("emu", "--zone-capacity", optarg,
+					   &p.zone_capacity);
+			if (!ret && !p.zone_capacity) {
+				cli_error("emu", "--zone-capacity must not be 0");
+				ret = -1;
+			}
+			break;
+		case 'o':
+			ret = cli_u32_arg("emu", "--max-open", optarg,
+					  &p.max_open);
+			break;
+		case 'a':
+			ret = cli_u32_arg("emu", "--max-active", optarg,
+					  &p.max_active);
+			break;
+		case 'n':
+			ret = cli_u32_arg("emu", "--conventional", optarg,
+					  &p.nr_conv);
+			break;
+		case 'b':
+			ret = cli_u32_arg("emu", "--block-size", optarg,
+					  &p.block_size);
+			if (!ret && !p.block_size) {
+				cli_error("emu", "--block-size must be 512 or 4096");
+				ret = -1;
+			}
+			break;
+		case 'h':
+			emu_usage(stdout);
+			return 0;
+		default:
+			emu_usage(stderr);
+			return CLI_EXIT_USAGE;
+		}
+		if (ret)
+			return CLI_EXIT_USAGE;
+	}
+	if (optind + 1 != argc) {
+		cli_error("emu", optind >= argc ? "create: no IMAGE given" :
+						 "create: one IMAGE only");
+		emu_usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	img = argv[optind];
+	if (!p.size) {
+		cli_error("emu", "create: --size is required");
+		return CLI_EXIT_USAGE;
+	}
+	if (zemu_check_params(&p, err, sizeof(err))) {
+		cli_error("emu", "%s", err);
+		return CLI_EXIT_USAGE;
+	}
+	if (zemu_create(img, &p, err, sizeof(err))) {
+		cli_error("emu", "%s", err);
+		return 1;
+	}
+	printf("%s: emulated zoned device, %s in %" PRIu64 " zones of %s (capacity %s), block size %u, %u conventional, max open %u, max active %u\n",
+	       img, zutil_size_str(p.size, a, sizeof(a)), p.size / p.zone_size,
+	       zutil_size_str(p.zone_size, b, sizeof(b)),
+	       zutil_size_str(p.zone_capacity, err, sizeof(err)), p.block_size,
+	       p.nr_conv, p.max_open, p.max_active);
+	return 0;
+}
+
+int cli_emu(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		emu_usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? CLI_EXIT_USAGE : 0;
+	}
+	if (!strcmp(argv[1], "create"))
+		return emu_create(argc - 1, argv + 1);
+	cli_error("emu", "unknown command '%s' (try: zonefuse emu create)",
+		  argv[1]);
+	return CLI_EXIT_USAGE;
+}

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* zonefuse zones DEVICE [--json]: a zone report like blkzone report. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "zonefuse/util.h"
+
+static void zones_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: zonefuse zones DEVICE [--json]\n"
+		"Report the zones of a zoned block device or an emulator image:\n"
+		"start, length, capacity, write pointer, condition, type and resets.\n"
+		"On a mounted emulator image it shows the state as last flushed.\n");
+}
+
+static void zones_text(const struct zdev *dev, const struct zdev_zone *z,
+		       uint32_t nr)
+{
+	const struct zdev_geom *g = zdev_geom(dev);
+	char a[32];
+	uint32_t i;
+
+	printf("%s: %s, %u zones of %s, block size %u, %u conventional, max open %u, max active %u\n",
+	       zdev_path(dev), zdev_backend(dev), g->nr_zones,
+	       zutil_size_str(g->zone_size, a, sizeof(a)), g->block_size,
+	       g->nr_conv, g->max_open, g->max_active);
+	printf("%6s %14s %12s %12s %14s %-14s %-4s %s\n", "zone", "start",
+	       "len", "capacity", "wp", "cond", "type", "resets");
+	for (i = 0; i < nr; i++) {
+		char resets[24] = "-";
+
+		if (z[i].resets != ZDEV_RESETS_UNKNOWN)
+			snprintf(resets, sizeof(resets), "%" PRIu64,
+				 z[i].resets);
+		printf("%6u 0x%012" PRIx64 " %12" PRIu64 " %12" PRIu64
+		       " 0x%012" PRIx64 " %-14s %-4s %s\n",
+		       i, z[i].start, z[i].len, z[i].capacity, z[i].wp,
+		       zdev_cond_name(z[i].cond),
+		       z[i].type == ZDEV_ZONE_CONV ? "conv" : "seq", resets);
+	}
+}
+
+static void zones_json(const struct zdev *dev, const struct zdev_zone *z,
+		       uint32_t nr)
+{
+	const struct zdev_geom *g = zdev_geom(dev);
+	uint32_t i;
+
+	printf("{\"device\": ");
+	cli_json_str(zdev_path(dev));
+	printf(", \"backend\": \"%s\", \"zone_size\": %" PRIu64
+	       ", \"nr_zones\": %u, \"block_size\": %u, \"max_open\": %u"
+	       ", \"max_active\": %u, \"zones\": [",
+	       zdev_backend(dev), g->zone_size, g->nr_zones, g->block_size,
+	       g->max_open, g->max_active);
+	for (i = 0; i < nr; i++) {
+		printf("%s\n  {\"index\": %u, \"start\": %" PRIu64
+		       ", \"len\": %" PRIu64 ", \"capacity\": %" PRIu64
+		       ", \"wp\": %" PRIu64 ", \"cond\": \"%s\", \"type\": \"%s\", \"resets\": ",
+		       i ? "," : "", i, z[i].start, z[i].len, z[i].capacity,
+		       z[i].wp, zdev_cond_name(z[i].cond),
+		       z[i].type == ZDEV_ZONE_CONV ? "conv" : "seq");
+		if (z[i].resets == ZDEV_RESETS_UNKNOWN)
+			printf("null}");
+		else
+			printf("%" PRIu64 "}", z[i].resets);
+	}
+	printf("\n]}\n");
+}
+
+int cli_zones(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct zdev_zone *zones;
+	struct zdev *dev;
+	bool json = false;
+	uint32_t nr;
+	int c, ret;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			zones_usage(stdout);
+			return 0;
+		default:
+			zones_usage(stderr);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind + 1 != argc) {
+		cli_error("zones", "expected one DEVICE");
+		zones_usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	if (cli_open_dev("zones", argv[optind], ZDEV_RDONLY, &dev))
+		return 1;
+	nr = zdev_geom(dev)->nr_zones;
+	zones = calloc(nr, sizeof(*zones));
+	if (!zones) {
+		cli_error("zones", "out of memory");
+		zdev_close(dev);
+		return 1;
+	}
+	ret = zdev_report(dev, 0, nr, zones);
+	if (ret < 0) {
+		cli_error("zones", "%s: zone report failed: %s", argv[optind],
+			  strerror(-ret));
+		ret = 1;
+		goto out;
+	}
+	if (json)
+		zones_json(dev, zones, (uint32_t)ret);
+	else
+		zones_text(dev, zones, (uint32_t)ret);
+	ret = 0;
+out:
+	free(zones);
+	zdev_close(dev);
+	return ret;
+}

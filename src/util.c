@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "zonefuse/util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <syslog.h>
+#include <time.h>
+
+int zutil_parse_size(const char *s, uint64_t *out)
+{
+	static const struct {
+		const char *sfx;
+		unsigned int shift;
+	} sfx[] = {
+		{ "", 0 },    { "b", 0 },    { "k", 10 },   { "kb", 10 },
+		{ "kib", 10 }, { "m", 20 },   { "mb", 20 },  { "mib", 20 },
+		{ "g", 30 },  { "gb", 30 },  { "gib", 30 }, { "t", 40 },
+		{ "tb", 40 }, { "tib", 40 },
+	};
+	unsigned long long v;
+	char *end;
+	size_t i;
+
+	if (!s || !isdigit((unsigned char)s[0]))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	for (i = 0; i < ZF_ARRAY_SIZE(sfx); i++) {
+		if (strcasecmp(end, sfx[i].sfx))
+			continue;
+		if (sfx[i].shift && v > (UINT64_MAX >> sfx[i].shift))
+			return -EINVAL;
+		*out = (uint64_t)v << sfx[i].shift;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int zutil_parse_u32(const char *s, uint32_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || !isdigit((unsigned char)s[0]))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v > UINT32_MAX)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+char *zutil_size_str(uint64_t v, char *buf, size_t len)
+{
+	static const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double d = (double)v;
+	unsigned int u = 0;
+
+	while (d >= 1024 && u + 1 < ZF_ARRAY_SIZE(unit)) {
+		d /= 1024;
+		u++;
+	}
+	if (u == 0 || d == (double)(uint64_t)d)
+		snprintf(buf, len, "%.0f %s", d, unit[u]);
+	else
+		snprintf(buf, len, "%.2f %s", d, unit[u]);
+	return buf;
+}
+
+uint64_t zutil_now_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int64_t zutil_now_real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static _Atomic int zlog_level = ZLOG_INFO;
+static _Atomic bool zlog_syslog;
+
+void zlog_set_level(enum zlog_level level)
+{
+	zlog_level = level;
+}
+
+bool zlog_enabled(enum zlog_level level)
+{
+	return (int)level <= zlog_level;
+}
+
+void zlog_to_syslog(const char *ident)
+{
+	openlog(ident, LOG_PID, LOG_DAEMON);
+	zlog_syslog = true;
+}
+
+void zlog(enum zlog_level level, const char *fmt, ...)
+{
+	static const char *name[] = { [ZLOG_ERR] = "error",
+				      [ZLOG_WARN] = "warning",
+				      [ZLOG_INFO] = "info",
+				      [ZLOG_DEBUG] = "debug" };
+	char msg[1024];
+	va_list ap;
+
+	if (!zlog_enabled(level))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (zlog_syslog)
+		syslog((int)level, "%s", msg);
+	else
+		fprintf(stderr, "zonefuse: %s: %s\n", name[level], msg);
+}
+
+void zutil_err(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+}

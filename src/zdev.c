@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The device layer's front: picks the backend for a path, and wraps every
+ * operation with the checks both backends share (alignment, bounds,
+ * read-only), the counters and the fault hook. Keeping these here means a
+ * backend cannot forget one, and tests can fail any operation of either
+ * backend the same way.
+ */
+#include "zdev_i.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "zonefuse/util.h"
+
+int zdev_open(const char *path, unsigned int flags, struct zdev **devp,
+	      char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0) {
+		int ret = -errno;
+
+		zutil_err(err, errlen, "%s: %s", path, strerror(errno));
+		return ret;
+	}
+	if (S_ISBLK(st.st_mode))
+		return zbd_open_dev(path, flags, devp, err, errlen);
+	if (S_ISREG(st.st_mode))
+		return zemu_open_dev(path, flags, devp, err, errlen);
+	zutil_err(err, errlen,
+		  "%s: neither a zoned block device nor an emulator image",
+		  path);
+	return -ENODEV;
+}
+
+int zdev_init_common(struct zdev *dev, const struct zdev_ops *ops,
+		     const char *path, unsigned int flags)
+{
+	dev->ops = ops;
+	dev->flags = flags;
+	dev->path = strdup(path);
+	return dev->path ? 0 : -ENOMEM;
+}
+
+void zdev_free_common(struct zdev *dev)
+{
+	free(dev->path);
+}
+
+void zdev_close(struct zdev *dev)
+{
+	if (dev)
+		dev->ops->close(dev);
+}
+
+const struct zdev_geom *zdev_geom(const struct zdev *dev)
+{
+	return &dev->geom;
+}
+
+const char *zdev_path(const struct zdev *dev)
+{
+	return dev->path;
+}
+
+const char *zdev_backend(const struct zdev *dev)
+{
+	return dev->ops->name;
+}
+
+uint32_t zdev_zone_of(const struct zdev *dev, uint64_t off)
+{
+	return (uint32_t)(off / dev->geom.zone_size);
+}
+
+uint64_t zdev_zone_start(const struct zdev *dev, uint32_t zone)
+{
+	return (uint64_t)zone * dev->geom.zone_size;
+}
+
+static int zdev_fault(struct zdev *dev, enum zdev_op op, uint32_t zone,
+		      uint64_t off, size_t len)
+{
+	zdev_fault_fn hook = dev->fault;
+
+	return hook ? hook(dev->fault_arg, op, zone, off, len) : 0;
+}
+
+/* The alignment and bounds rules every data I/O obeys. */
+static int zdev_check_io(const struct zdev *dev, const void *buf, size_t len,
+			 uint64_t off)
+{
+	uint32_t bs = dev->geom.block_size;
+
+	if (!len || len % bs || off % bs || (uintptr_t)buf % bs)
+		return -EINVAL;
+	if (off >= dev->geom.size || len > dev->geom.size - off)
+		return -EINVAL;
+	return 0;
+}
+
+int zdev_report(struct zdev *dev, uint32_t first, uint32_t nr,
+		struct zdev_zone *zones)
+{
+	int ret;
+
+	if (first >= dev->geom.nr_zones)
+		return -EINVAL;
+	nr = ZF_MIN(nr, dev->geom.nr_zones - first);
+	if (!nr)
+		return 0;
+	ret = zdev_fault(dev, ZDEV_OP_REPORT, first, 0, 0);
+	if (ret)
+		return ret;
+	return dev->ops->report(dev, first, nr, zones);
+}
+
+int zdev_read(struct zdev *dev, void *buf, size_t len, uint64_t off)
+{
+	int ret = zdev_check_io(dev, buf, len, off);
+
+	if (ret)
+		return ret;
+	ret = zdev_fault(dev, ZDEV_OP_READ, zdev_zone_of(dev, off), off, len);
+	if (ret)
+		return ret;
+	ret = dev->ops->read(dev, buf, len, off);
+	if (!ret) {
+		dev->st_reads++;
+		dev->st_bytes_read += len;
+	}
+	return ret;
+}
+
+int zdev_write(struct zdev *dev, const void *buf, size_t len, uint64_t off)
+{
+	int ret = zdev_check_io(dev, buf, len, off);
+
+	if (ret)
+		return ret;
+	if (dev->flags & ZDEV_RDONLY)
+		return -EROFS;
+	ret = zdev_fault(dev, ZDEV_OP_WRITE, zdev_zone_of(dev, off), off, len);
+	if (ret)
+		return ret;
+	ret = dev->ops->write(dev, buf, len, off);
+	if (!ret) {
+		dev->st_writes++;
+		dev->st_bytes_written += len;
+	}
+	return ret;
+}
+
+int zdev_flush(struct zdev *dev)
+{
+	int ret;
+
+	if (dev->flags & ZDEV_RDONLY)
+		return 0;
+	ret = zdev_fault(dev, ZDEV_OP_FLUSH, UINT32_MAX, 0, 0);
+	if (ret)
+		return ret;
+	ret = dev->ops->flush(dev);
+	if (!ret)
+		dev->st_flushes++;
+	return ret;
+}
+
+int zdev_zone_op(struct zdev *dev, enum zdev_op op, uint32_t zone)
+{
+	int ret;
+
+	if (op != ZDEV_OP_RESET && op != ZDEV_OP_FINISH &&
+	    op != ZDEV_OP_OPEN && op != ZDEV_OP_CLOSE)
+		return -EINVAL;
+	if (zone >= dev->geom.nr_zones)
+		return -EINVAL;
+	if (dev->flags & ZDEV_RDONLY)
+		return -EROFS;
+	ret = zdev_fault(dev, op, zone, zdev_zone_start(dev, zone), 0);
+	if (ret)
+		return ret;
+	ret = dev->ops->zone_op(dev, op, zone);
+	if (!ret && op == ZDEV_OP_RESET)
+		dev->st_resets++;
+	return ret;
+}
+
+int zdev_submit(struct zdev *dev, struct zdev_io *ios, unsigned int nr)
+{
+	unsigned int i, n = 0;
+	int ret, first = 0;
+
+	/* Check everything first, so a bad batch issues nothing. */
+	for (i = 0; i < nr; i++) {
+		struct zdev_io *io = &ios[i];
+
+		io->res = 0;
+		if (io->op != ZDEV_OP_READ && io->op != ZDEV_OP_WRITE)
+			return -EINVAL;
+		ret = zdev_check_io(dev, io->buf, io->len, io->off);
+		if (ret)
+			return ret;
+		if (io->op == ZDEV_OP_WRITE && (dev->flags & ZDEV_RDONLY))
+			return -EROFS;
+	}
+	if (!dev->ops->submit) {
+		for (i = 0; i < nr; i++) {
+			struct zdev_io *io = &ios[i];
+
+			if (io->op == ZDEV_OP_READ)
+				io->res = zdev_read(dev, io->buf, io->len,
+						    io->off);
+			else
+				io->res = zdev_write(dev, io->buf, io->len,
+						     io->off);
+			if (io->res && !first)
+				first = io->res;
+		}
+		return first;
+	}
+	/* Faulted I/Os are failed here; the rest go to the backend. */
+	for (i = 0; i < nr; i++) {
+		struct zdev_io *io = &ios[i];
+
+		io->res = zdev_fault(dev, io->op, zdev_zone_of(dev, io->off),
+				     io->off, io->len);
+		if (io->res) {
+			if (!first)
+				first = io->res;
+			continue;
+		}
+		if (n != i) {
+			struct zdev_io tmp = ios[n];
+
+			ios[n] = *io;
+			*io = tmp;
+		}
+		n++;
+	}
+	if (n) {
+		ret = dev->ops->submit(dev, ios, n);
+		if (ret < 0 && !first)
+			first = ret;
+		for (i = 0; i < n; i++) {
+			if (ios[i].res) {
+				if (!first)
+					first = ios[i].res;
+				continue;
+			}
+			if (ios[i].op == ZDEV_OP_READ) {
+				dev->st_reads++;
+				dev->st_bytes_read += ios[i].len;
+			} else {
+				dev->st_writes++;
+				dev->st_bytes_written += ios[i].len;
+			}
+		}
+	}
+	return first;
+}
+
+void *zdev_buf_alloc(const struct zdev *dev, size_t len)
+{
+	size_t align = ZF_MAX(dev->geom.block_size, 4096u);
+	void *p;
+
+	if (posix_memalign(&p, align, ZF_ROUND_UP(ZF_MAX(len, 1), align)))
+		return NULL;
+	return p;
+}
+
+const char *zdev_cond_name(uint8_t cond)
+{
+	switch (cond) {
+	case ZDEV_COND_NOT_WP:
+		return "not_wp";
+	case ZDEV_COND_EMPTY:
+		return "empty";
+	case ZDEV_COND_IMP_OPEN:
+		return "implicit_open";
+	case ZDEV_COND_EXP_OPEN:
+		return "explicit_open";
+	case ZDEV_COND_CLOSED:
+		return "closed";
+	case ZDEV_COND_READONLY:
+		return "read_only";
+	case ZDEV_COND_FULL:
+		return "full";
+	case ZDEV_COND_OFFLINE:
+		return "offline";
+	default:
+		return "unknown";
+	}
+}
+
+void zdev_set_fault(struct zdev *dev, zdev_fault_fn hook, void *arg)
+{
+	dev->fault_arg = arg;
+	dev->fault = hook;
+}
+
+void zdev_get_stats(const struct zdev *dev, struct zdev_stats *st)
+{
+	st->bytes_written = dev->st_bytes_written;
+	st->bytes_read = dev->st_bytes_read;
+	st->writes = dev->st_writes;
+	st->reads = dev->st_reads;
+	st->flushes = dev->st_flushes;
+	st->resets = dev->st_resets;
+}

@@ -1,0 +1,160 @@
+# shellcheck shell=bash
+# The ZF_* arrays are used by the scripts that source this file.
+# shellcheck disable=SC2034
+# Helpers shared by scripts/run.sh and scripts/test.sh. Source it; it does
+# nothing by itself. Every function prints what it does and why it fails.
+
+# The Debian 12 packages that building zonefuse needs.
+ZF_BUILD_PKGS=(gcc pkg-config meson ninja-build libfuse3-dev fuse3
+	libzbd-dev liburing-dev check)
+# What running and testing it needs on top (setfattr/getfattr, blkzone
+# tools, the format check and the script lint).
+ZF_TEST_PKGS=(attr zbd-utils clang-format shellcheck)
+# Options of every build: warnings are errors here and in CI, not in
+# meson.build (a user's newer compiler may warn where ours does not).
+ZF_BUILD_OPTS=(-Dwerror=true)
+
+zf_log()
+{
+	printf '==> %s\n' "$*"
+}
+
+zf_warn()
+{
+	printf 'warning: %s\n' "$*" >&2
+}
+
+zf_die()
+{
+	printf 'error: %s\n' "$*" >&2
+	exit 1
+}
+
+# Print the repository's root, from where this file is.
+zf_repo_root()
+{
+	local here
+
+	here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P) || return 1
+	(cd "$here/.." && pwd -P)
+}
+
+# Microseconds since the epoch (bash 5's EPOCHREALTIME, whatever the
+# locale's decimal point).
+zf_now_us()
+{
+	local t=${EPOCHREALTIME//[!0-9]/}
+
+	printf '%s\n' "$t"
+}
+
+# Seconds between two zf_now_us readings, with one decimal.
+zf_elapsed()
+{
+	local us=$(($2 - $1))
+
+	printf '%d.%d\n' $((us / 1000000)) $((us % 1000000 / 100000))
+}
+
+zf_pkg_installed()
+{
+	[ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" = installed ]
+}
+
+zf_apt_lists_empty()
+{
+	! compgen -G '/var/lib/apt/lists/*_Packages*' >/dev/null
+}
+
+# Install the packages among "$@" that are not installed. The package
+# lists are refreshed only when they are empty or an install fails (an old
+# list names package versions the mirror no longer has).
+zf_install_pkgs()
+{
+	local missing=() p sudo=()
+	local apt=(apt-get -y -q --no-install-recommends
+		-o DPkg::Lock::Timeout=600)
+
+	for p in "$@"; do
+		zf_pkg_installed "$p" || missing+=("$p")
+	done
+	if [ ${#missing[@]} -eq 0 ]; then
+		zf_log "packages: all ${#} needed are installed"
+		return 0
+	fi
+	zf_log "packages: installing ${missing[*]}"
+	if [ "$(id -u)" -ne 0 ]; then
+		if ! command -v sudo >/dev/null; then
+			printf 'error: %s\n' "missing packages: ${missing[*]}; run this script as root, or install them with apt-get" >&2
+			return 1
+		fi
+		sudo=(sudo)
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	if zf_apt_lists_empty; then
+		"${sudo[@]}" apt-get -q -o DPkg::Lock::Timeout=600 update || return 1
+	fi
+	if ! "${sudo[@]}" "${apt[@]}" install "${missing[@]}"; then
+		zf_log "packages: install failed; refreshing the package lists and retrying"
+		"${sudo[@]}" apt-get -q -o DPkg::Lock::Timeout=600 update || return 1
+		"${sudo[@]}" "${apt[@]}" install "${missing[@]}" || return 1
+	fi
+}
+
+# A Python for reading meson's JSON: the system one, which meson runs on.
+zf_python()
+{
+	if [ -x /usr/bin/python3 ]; then
+		/usr/bin/python3 "$@"
+	else
+		python3 "$@"
+	fi
+}
+
+# True if build directory $1 is configured with every -Dname=value in
+# "${@:2}" (values as meson prints them: true, address,undefined...).
+zf_meson_opts_match()
+{
+	local dir=$1
+
+	shift
+	zf_python - "$dir/meson-info/intro-buildoptions.json" "$@" <<'EOF'
+import json, sys
+
+try:
+    with open(sys.argv[1]) as f:
+        cur = {o["name"]: o["value"] for o in json.load(f)}
+except (OSError, ValueError):
+    sys.exit(1)
+for arg in sys.argv[2:]:
+    name, want = arg[2:].split("=", 1)
+    have = cur.get(name)
+    if isinstance(have, bool):
+        have = "true" if have else "false"
+    elif isinstance(have, list):
+        have = ",".join(have)
+    if str(have) != want:
+        sys.exit(1)
+EOF
+}
+
+# Configure build directory $1 with options "${@:2}" (set it up, or change
+# the options that differ), then compile it.
+zf_build()
+{
+	local dir=$1
+
+	shift
+	if [ ! -f "$dir/meson-private/coredata.dat" ]; then
+		zf_log "meson setup $dir $*"
+		meson setup "$dir" "$@" || return 1
+	elif ! zf_meson_opts_match "$dir" "$@"; then
+		zf_log "meson configure $dir $*"
+		# A directory from another meson version cannot be
+		# reconfigured: start it again.
+		meson configure "$dir" "$@" ||
+			meson setup --wipe "$dir" "$@" || return 1
+	fi
+	zf_log "meson compile -C $dir"
+	meson compile -C "$dir"
+}

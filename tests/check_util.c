@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* Unit tests of the small helpers: CRC32C, size and number parsing. */
+#include <check.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zonefuse/crc32c.h"
+#include "zonefuse/util.h"
+
+/* ---- crc32c ------------------------------------------------------------- */
+
+/* The check value of the CRC catalogue and the iSCSI (RFC 3720) vectors. */
+START_TEST(test_crc32c_vectors)
+{
+	unsigned char b[32];
+	unsigned int i;
+
+	ck_assert_uint_eq(crc32c(0, "123456789", 9), 0xe3069283u);
+	ck_assert_uint_eq(crc32c(0, "", 0), 0);
+	memset(b, 0, sizeof(b));
+	ck_assert_uint_eq(crc32c(0, b, sizeof(b)), 0x8a9136aau);
+	memset(b, 0xff, sizeof(b));
+	ck_assert_uint_eq(crc32c(0, b, sizeof(b)), 0x62a8ab43u);
+	for (i = 0; i < sizeof(b); i++)
+		b[i] = (unsigned char)i;
+	ck_assert_uint_eq(crc32c(0, b, sizeof(b)), 0x46dd794eu);
+	for (i = 0; i < sizeof(b); i++)
+		b[i] = (unsigned char)(31 - i);
+	ck_assert_uint_eq(crc32c(0, b, sizeof(b)), 0x113fdb5cu);
+}
+END_TEST
+
+/* crc32c(crc32c(0, a), b) is the CRC of a followed by b, at any split. */
+START_TEST(test_crc32c_chaining)
+{
+	const char *s = "123456789";
+	unsigned int i;
+
+	for (i = 0; i <= 9; i++)
+		ck_assert_uint_eq(crc32c(crc32c(0, s, i), s + i, 9 - i),
+				  0xe3069283u);
+	ck_assert_uint_eq(crc32c(crc32c(0, s, 9), "", 0), 0xe3069283u);
+}
+END_TEST
+
+/*
+ * The word-at-a-time path must agree with the byte-wise definition at every
+ * start alignment and length (a tail of 0-7 bytes, a misaligned head).
+ */
+START_TEST(test_crc32c_alignment)
+{
+	unsigned char *b = malloc(4096 + 16);
+	unsigned int start, len, i;
+
+	ck_assert_ptr_nonnull(b);
+	srand(42);
+	for (i = 0; i < 4096 + 16; i++)
+		b[i] = (unsigned char)rand();
+	for (start = 0; start < 16; start++) {
+		for (len = 0; len < 80; len++) {
+			uint32_t bytewise = 0;
+
+			for (i = 0; i < len; i++)
+				bytewise = crc32c(bytewise, b + start + i, 1);
+			ck_assert_uint_eq(crc32c(0, b + start, len), bytewise);
+		}
+		ck_assert_uint_eq(crc32c(0, b + start, 4096),
+				  crc32c(crc32c(0, b + start, 1000),
+					 b + start + 1000, 3096));
+	}
+	free(b);
+}
+END_TEST
+
+/* ---- zutil_parse_size ---------------------------------------------------- */
+
+START_TEST(test_parse_size_ok)
+{
+	static const struct {
+		const char *s;
+		uint64_t v;
+	} ok[] = {
+		{ "0", 0 },
+		{ "1", 1 },
+		{ "4096", 4096 },
+		{ "512b", 512 },
+		{ "1K", 1024 },
+		{ "1k", 1024 },
+		{ "3KiB", 3 << 10 },
+		{ "2kb", 2 << 10 },
+		{ "64M", 64ull << 20 },
+		{ "64MB", 64ull << 20 },
+		{ "64mib", 64ull << 20 },
+		{ "1G", 1ull << 30 },
+		{ "2GiB", 2ull << 30 },
+		{ "3gb", 3ull << 30 },
+		{ "1T", 1ull << 40 },
+		{ "5TiB", 5ull << 40 },
+		{ "16777215T", 16777215ull << 40 },
+		{ "18446744073709551615", UINT64_MAX },
+	};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		uint64_t v = 12345;
+
+		ck_assert_msg(zutil_parse_size(ok[i].s, &v) == 0, "\"%s\"",
+			      ok[i].s);
+		ck_assert_msg(v == ok[i].v, "\"%s\" gave %llu", ok[i].s,
+			      (unsigned long long)v);
+	}
+}
+END_TEST
+
+START_TEST(test_parse_size_bad)
+{
+	static const char *const bad[] = {
+		"",
+		"12X",
+		"-1",
+		"+1",
+		" 1",
+		"1 M",
+		"M",
+		"1MM",
+		"1.5G",
+		"0x10",
+		"1P",
+		"18446744073709551616",  /* 2^64 */
+		"16777216T",		 /* 2^64 */
+		"18014398509481984K",	 /* 2^64 */
+		"99999999999999999999G", /* strtoull overflows */
+	};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint64_t v = 12345;
+
+		ck_assert_msg(zutil_parse_size(bad[i], &v) == -EINVAL,
+			      "\"%s\" was accepted", bad[i]);
+		ck_assert_msg(v == 12345, "\"%s\" changed the output", bad[i]);
+	}
+	ck_assert_int_eq(zutil_parse_size(NULL, NULL), -EINVAL);
+}
+END_TEST
+
+/* ---- zutil_parse_u32 ----------------------------------------------------- */
+
+START_TEST(test_parse_u32)
+{
+	static const char *const bad[] = { "",	 "-1", "+1",	     " 1",
+					   "1 ", "1K", "4294967296", "0x1",
+					   "a" };
+	uint32_t v = 7;
+	unsigned int i;
+
+	ck_assert_int_eq(zutil_parse_u32("0", &v), 0);
+	ck_assert_uint_eq(v, 0);
+	ck_assert_int_eq(zutil_parse_u32("14", &v), 0);
+	ck_assert_uint_eq(v, 14);
+	ck_assert_int_eq(zutil_parse_u32("4294967295", &v), 0);
+	ck_assert_uint_eq(v, UINT32_MAX);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		v = 7;
+		ck_assert_msg(zutil_parse_u32(bad[i], &v) == -EINVAL,
+			      "\"%s\" was accepted", bad[i]);
+		ck_assert_uint_eq(v, 7);
+	}
+	ck_assert_int_eq(zutil_parse_u32(NULL, &v), -EINVAL);
+}
+END_TEST
+
+/* ---- zutil_size_str ------------------------------------------------------ */
+
+START_TEST(test_size_str)
+{
+	char b[32];
+
+	ck_assert_str_eq(zutil_size_str(0, b, sizeof(b)), "0 B");
+	ck_assert_str_eq(zutil_size_str(512, b, sizeof(b)), "512 B");
+	ck_assert_str_eq(zutil_size_str(4096, b, sizeof(b)), "4 KiB");
+	ck_assert_str_eq(zutil_size_str(64ull << 20, b, sizeof(b)), "64 MiB");
+	ck_assert_str_eq(zutil_size_str(3ull << 29, b, sizeof(b)), "1.50 GiB");
+	ck_assert_str_eq(zutil_size_str(1ull << 50, b, sizeof(b)), "1 PiB");
+}
+END_TEST
+
+static Suite *util_suite(void)
+{
+	Suite *s = suite_create("util");
+	TCase *tc;
+
+	tc = tcase_create("crc32c_vectors");
+	tcase_add_test(tc, test_crc32c_vectors);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("crc32c_chaining");
+	tcase_add_test(tc, test_crc32c_chaining);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("crc32c_alignment");
+	tcase_add_test(tc, test_crc32c_alignment);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("parse_size");
+	tcase_add_test(tc, test_parse_size_ok);
+	tcase_add_test(tc, test_parse_size_bad);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("parse_u32");
+	tcase_add_test(tc, test_parse_u32);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("size_str");
+	tcase_add_test(tc, test_size_str);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(util_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

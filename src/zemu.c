@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/falloc.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,27 +230,34 @@ static bool zemu_close_imp_open(struct zemu *e)
 	return false;
 }
 
-/* Open-limit check; may close an implicitly open zone. Holds res_lock. */
-static int zemu_open_ok(struct zemu *e)
-{
-	uint32_t max = e->dev.geom.max_open;
-
-	if (!max || e->nr_imp_open + e->nr_exp_open < max)
-		return 0;
-	if (e->nr_imp_open && zemu_active_ok(e) && zemu_close_imp_open(e))
-		return 0;
-	return -ETOOMANYREFS;
-}
-
 /*
  * May zone @z (empty or closed) become open? -EOVERFLOW past the active
- * limit, -ETOOMANYREFS past the open limit. Caller holds res_lock.
+ * limit, -ETOOMANYREFS past the open limit; at the open limit an implicitly
+ * open zone is closed to make room, as null_blk does, if the active limit
+ * allows. When every implicitly open zone has a write in flight, a drive
+ * would close one once its command completes, so we wait for that instead
+ * of failing: res_lock is dropped meanwhile and everything is checked
+ * again. This cannot deadlock: whoever holds an implicitly open zone's lock
+ * never waits for a resource (it is writing to or managing an open zone).
+ * Caller holds z->lock, which keeps @z's condition, and res_lock.
  */
 static int zemu_check_resources(struct zemu *e, struct zemu_zone *z)
 {
-	if (z->cond == ZDEV_COND_EMPTY && !zemu_active_ok(e))
-		return -EOVERFLOW;
-	return zemu_open_ok(e);
+	uint32_t max = e->dev.geom.max_open;
+
+	for (;;) {
+		if (z->cond == ZDEV_COND_EMPTY && !zemu_active_ok(e))
+			return -EOVERFLOW;
+		if (!max || e->nr_imp_open + e->nr_exp_open < max)
+			return 0;
+		if (!e->nr_imp_open || !zemu_active_ok(e))
+			return -ETOOMANYREFS;
+		if (zemu_close_imp_open(e))
+			return 0;
+		pthread_mutex_unlock(&e->res_lock);
+		sched_yield();
+		pthread_mutex_lock(&e->res_lock);
+	}
 }
 
 /* ---- the table ---------------------------------------------------------- */
@@ -473,12 +481,48 @@ static int zemu_reset_locked(struct zemu *e, struct zemu_zone *z)
 	return 0;
 }
 
+/*
+ * Make [@off, @off + @len) of the data area read as zeros: punch a hole, or
+ * write zeros where the host file system cannot punch.
+ */
+static int zemu_zero_range(struct zemu *e, uint64_t off, uint64_t len)
+{
+	static const char zeros[65536];
+	int ret = 0;
+
+	if (!len)
+		return 0;
+	if (!fallocate(e->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		       (off_t)(e->data_off + off), (off_t)len))
+		return 0;
+	if (errno != EOPNOTSUPP)
+		return -errno;
+	while (len && !ret) {
+		size_t n = (size_t)ZF_MIN(len, sizeof(zeros));
+
+		ret = zemu_pwrite_full(e->fd, zeros, n, e->data_off + off);
+		off += n;
+		len -= n;
+	}
+	return ret;
+}
+
+/*
+ * A finish makes the whole zone readable. What lies in the file above the
+ * write pointer is either nothing or the bytes of writes that were lost
+ * (never flushed before the image was closed): those must not come back,
+ * so that range is zeroed first.
+ */
 static int zemu_finish_locked(struct zemu *e, struct zemu_zone *z)
 {
-	int ret = 0;
+	int ret;
 
 	if (z->cond == ZDEV_COND_FULL)
 		return 0;
+	/* Harmless if the finish then fails: it is above the write pointer. */
+	ret = zemu_zero_range(e, z->wp, z->start + z->capacity - z->wp);
+	if (ret)
+		return ret;
 	pthread_mutex_lock(&e->res_lock);
 	if (z->cond == ZDEV_COND_EMPTY || z->cond == ZDEV_COND_CLOSED)
 		ret = zemu_check_resources(e, z);
@@ -663,6 +707,15 @@ int zemu_check_params(struct zemu_params *p, char *err, size_t errlen)
 			  p->max_open, p->max_active);
 		return -EINVAL;
 	}
+	/*
+	 * A limit at or above the number of sequential zones can never be
+	 * reached: null_blk turns it off (reports 0), and so do we. Kept, it
+	 * would also make an image that zemu_load_hdr() refuses.
+	 */
+	if (p->max_active >= p->size / p->zone_size - p->nr_conv)
+		p->max_active = 0;
+	if (p->max_open >= p->size / p->zone_size - p->nr_conv)
+		p->max_open = 0;
 	return 0;
 }
 
@@ -805,10 +858,12 @@ static int zemu_load_hdr(struct zemu *e, const char *path, uint64_t file_size,
 			  path);
 		return -EUCLEAN;
 	}
-	if (file_size < data_off + size) {
+	/* Written so that a huge data_off or size cannot wrap around. */
+	if (size > file_size || data_off > file_size - size) {
 		zutil_err(err, errlen,
 			  "%s: the image is truncated (%" PRIu64 " bytes, needs %" PRIu64 ")",
-			  path, file_size, data_off + size);
+			  path, file_size, data_off > UINT64_MAX - size ?
+						   UINT64_MAX : data_off + size);
 		return -EUCLEAN;
 	}
 	g->size = size;

@@ -25,9 +25,9 @@ on it at the mount point once zonefuse has one.
   --size SIZE             device size (default 8G)
   --zone-size SIZE        zone size (default 64M)
   --zone-capacity SIZE    writable bytes per zone (default: the zone size)
-  --max-open N            open zone limit (default 14, or the number
-                          of zones if fewer)
-  --max-active N          active zone limit (default as --max-open)
+  --max-open N            open zone limit (default 14)
+  --max-active N          active zone limit (default 14)
+                          (a limit >= the number of sequential zones means none)
   --mountpoint DIR        where to mount (default /mnt/zonefuse)
   --no-mount              stop after creating the image (and formatting it)
   -h, --help              this help
@@ -44,30 +44,12 @@ image=${ZONEFUSE_IMAGE:-/var/tmp/zonefuse.img}
 size=${ZONEFUSE_SIZE:-8G}
 zone_size=${ZONEFUSE_ZONE_SIZE:-64M}
 zone_cap=${ZONEFUSE_ZONE_CAPACITY:-}
-max_open=${ZONEFUSE_MAX_OPEN:-}
-max_active=${ZONEFUSE_MAX_ACTIVE:-}
+max_open=${ZONEFUSE_MAX_OPEN:-14}
+max_active=${ZONEFUSE_MAX_ACTIVE:-14}
 mnt=${ZONEFUSE_MNT:-/mnt/zonefuse}
 do_mount=1
 geometry_given=0
 created=0
-
-# Bytes in a size like 8G or 64M (K, M, G, T: powers of 1024), as
-# `zonefuse emu create` reads them; fails on anything else.
-size_bytes()
-{
-	local n sfx
-
-	[[ $1 =~ ^([0-9]+)([kKmMgGtT]?)$ ]] || return 1
-	n=${BASH_REMATCH[1]}
-	sfx=${BASH_REMATCH[2],,}
-	case $sfx in
-	k) n=$((n << 10)) ;;
-	m) n=$((n << 20)) ;;
-	g) n=$((n << 30)) ;;
-	t) n=$((n << 40)) ;;
-	esac
-	printf '%s\n' "$((n))"
-}
 
 need_arg()
 {
@@ -105,22 +87,6 @@ if [ -e "$image" ]; then
 		zf_warn "$image exists: its geometry is kept and the geometry options are ignored (remove it to create a new one)"
 	fi
 else
-	# The default limits are those of a small ZNS drive (14), but never
-	# more than the zones there are: an image whose limits exceed its zone
-	# count does not open.
-	if [ -z "$max_open" ] || [ -z "$max_active" ]; then
-		nr_zones=0
-		if s=$(size_bytes "$size") && z=$(size_bytes "$zone_size") &&
-			[ "$z" -gt 0 ]; then
-			nr_zones=$((s / z))
-		fi
-		lim=14
-		if [ "$nr_zones" -gt 0 ] && [ "$nr_zones" -lt "$lim" ]; then
-			lim=$nr_zones
-		fi
-		max_open=${max_open:-$lim}
-		max_active=${max_active:-$lim}
-	fi
 	mkdir -p "$(dirname "$image")"
 	args=(emu create "$image" --size "$size" --zone-size "$zone_size"
 		--max-open "$max_open" --max-active "$max_active")
@@ -132,7 +98,7 @@ else
 	created=1
 	if ! "$zf" zones "$image" >/dev/null; then
 		rm -f "$image"
-		zf_die "zonefuse created $image but cannot open it (see above); it was removed. Check the --max-open and --max-active values against the number of zones"
+		zf_die "zonefuse created $image but cannot open it (see above); it was removed"
 	fi
 fi
 
@@ -153,9 +119,10 @@ written = sum(min(z["wp"], z["start"] + z["capacity"]) - z["start"]
 cap = sum(z["capacity"] for z in seq)
 resets = sum(z["resets"] or 0 for z in zones)
 gib = 1 << 30
-print("  %s: %d zones of %d MiB, block size %d, max open %d, max active %d"
+lim = lambda n: str(n) if n else "none"
+print("  %s: %d zones of %d MiB, block size %d, max open %s, max active %s"
       % (r["device"], r["nr_zones"], r["zone_size"] >> 20, r["block_size"],
-         r["max_open"], r["max_active"]))
+         lim(r["max_open"]), lim(r["max_active"])))
 print("  %d conventional, %d sequential: %s" % (
     len(zones) - len(seq), len(seq),
     ", ".join("%d %s" % (n, c) for c, n in sorted(conds.items()))))

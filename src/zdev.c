@@ -191,7 +191,8 @@ int zdev_zone_op(struct zdev *dev, enum zdev_op op, uint32_t zone)
 
 int zdev_submit(struct zdev *dev, struct zdev_io *ios, unsigned int nr)
 {
-	unsigned int i, n = 0;
+	struct zdev_io *sub;
+	unsigned int i, n = 0, *idx = NULL;
 	int ret, first = 0;
 
 	/* Check everything first, so a bad batch issues nothing. */
@@ -222,44 +223,67 @@ int zdev_submit(struct zdev *dev, struct zdev_io *ios, unsigned int nr)
 		}
 		return first;
 	}
-	/* Faulted I/Os are failed here; the rest go to the backend. */
+	/*
+	 * Faulted I/Os are failed here; the rest go to the backend. If some
+	 * were faulted, the others are passed in a copy: the caller's array
+	 * keeps its order, so that ios[i].res still answers for ios[i].
+	 */
 	for (i = 0; i < nr; i++) {
 		struct zdev_io *io = &ios[i];
 
 		io->res = zdev_fault(dev, io->op, zdev_zone_of(dev, io->off),
 				     io->off, io->len);
-		if (io->res) {
-			if (!first)
-				first = io->res;
-			continue;
+		if (io->res && !first)
+			first = io->res;
+	}
+	if (first) {
+		sub = malloc(nr * sizeof(*sub));
+		idx = malloc(nr * sizeof(*idx));
+		if (!sub || !idx) {
+			free(sub);
+			free(idx);
+			return -ENOMEM;
 		}
-		if (n != i) {
-			struct zdev_io tmp = ios[n];
-
-			ios[n] = *io;
-			*io = tmp;
+		for (i = 0; i < nr; i++) {
+			if (ios[i].res)
+				continue;
+			idx[n] = i;
+			sub[n++] = ios[i];
 		}
-		n++;
+	} else {
+		sub = ios;
+		n = nr;
 	}
 	if (n) {
-		ret = dev->ops->submit(dev, ios, n);
+		ret = dev->ops->submit(dev, sub, n);
 		if (ret < 0 && !first)
 			first = ret;
 		for (i = 0; i < n; i++) {
-			if (ios[i].res) {
+			struct zdev_io *io = idx ? &ios[idx[i]] : &ios[i];
+
+			io->res = sub[i].res;
+			if (io->res) {
 				if (!first)
-					first = ios[i].res;
+					first = io->res;
 				continue;
 			}
-			if (ios[i].op == ZDEV_OP_READ) {
+			if (io->op == ZDEV_OP_READ) {
 				dev->st_reads++;
-				dev->st_bytes_read += ios[i].len;
+				dev->st_bytes_read += io->len;
 			} else {
 				dev->st_writes++;
-				dev->st_bytes_written += ios[i].len;
+				dev->st_bytes_written += io->len;
 			}
 		}
 	}
+	if (idx) {
+		free(sub);
+		free(idx);
+	}
+	/* The first failure in the caller's order, as the one-by-one path. */
+	for (i = 0; i < nr; i++)
+		if (ios[i].res)
+			return ios[i].res;
 	return first;
 }
 

@@ -39,6 +39,8 @@ struct zbd_dev {
 	/* Rings not lent to a thread. Protected by ring_lock. */
 	pthread_mutex_t ring_lock;
 	struct zbd_ring *free_rings;
+	/* Per zone: true if conventional. Set at open, then read-only. */
+	bool *conv;
 };
 
 static struct zbd_dev *to_zbd(struct zdev *dev)
@@ -119,6 +121,26 @@ static void zbd_ring_put(struct zbd_dev *z, struct zbd_ring *r)
 }
 
 /*
+ * The block layer splits a write at zone boundaries (chunk_sectors), so a
+ * write that fills a sequential zone to its end and runs on into the next
+ * zone's write pointer would succeed as two writes. The contract says it
+ * fails, as it does on the emulator: refuse it here, unless every zone it
+ * touches is conventional.
+ */
+static bool zbd_write_crosses(struct zbd_dev *z, const struct zdev_io *io)
+{
+	uint32_t first = zdev_zone_of(&z->dev, io->off);
+	uint32_t last = zdev_zone_of(&z->dev, io->off + io->len - 1), i;
+
+	if (io->op != ZDEV_OP_WRITE || first == last)
+		return false;
+	for (i = first; i <= last; i++)
+		if (!z->conv[i])
+			return true;
+	return false;
+}
+
+/*
  * Issue @nr I/Os on one ring, at most a ring's depth at a time, and wait for
  * all. A short transfer (which a block device gives only at its end, or
  * after a partial failure) is reissued for the rest, so callers see whole
@@ -143,8 +165,13 @@ static int zbd_submit(struct zdev *dev, struct zdev_io *ios, unsigned int nr)
 		unsigned int n = ZF_MIN(nr - base, ZBD_RING_DEPTH), pending = 0;
 
 		for (i = base; i < base + n; i++) {
-			struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+			struct io_uring_sqe *sqe;
 
+			if (zbd_write_crosses(z, &ios[i])) {
+				ios[i].res = -EIO;
+				continue;
+			}
+			sqe = io_uring_get_sqe(&r->ring);
 			if (ios[i].op == ZDEV_OP_READ)
 				io_uring_prep_read(sqe, z->fd, ios[i].buf,
 						   (unsigned int)ios[i].len,
@@ -283,6 +310,7 @@ static void zbd_dev_close(struct zdev *dev)
 	}
 	if (z->fd >= 0)
 		zbd_close(z->fd);
+	free(z->conv);
 	pthread_mutex_destroy(&z->ring_lock);
 	zdev_free_common(dev);
 	free(z);
@@ -299,22 +327,30 @@ static const struct zdev_ops zbd_ops = {
 	.close = zbd_dev_close,
 };
 
-/* Count the conventional zones: the report is the only way to know. */
+/*
+ * Find the conventional zones: the report is the only way to know. Zone
+ * types never change, so this is done once.
+ */
 static int zbd_count_conv(struct zdev *dev)
 {
+	struct zbd_dev *z = to_zbd(dev);
 	struct zdev_zone *zones;
 	uint32_t i, nr = dev->geom.nr_zones;
 	int ret;
 
 	zones = calloc(nr, sizeof(*zones));
-	if (!zones)
+	z->conv = calloc(nr, sizeof(*z->conv));
+	if (!zones || !z->conv) {
+		free(zones);
 		return -ENOMEM;
+	}
 	ret = zbd_report(dev, 0, nr, zones);
 	if (ret >= 0) {
 		dev->geom.nr_conv = 0;
-		for (i = 0; i < (uint32_t)ret; i++)
-			if (zones[i].type == ZDEV_ZONE_CONV)
-				dev->geom.nr_conv++;
+		for (i = 0; i < (uint32_t)ret; i++) {
+			z->conv[i] = zones[i].type == ZDEV_ZONE_CONV;
+			dev->geom.nr_conv += z->conv[i];
+		}
 		ret = 0;
 	}
 	free(zones);

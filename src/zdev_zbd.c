@@ -39,8 +39,13 @@ struct zbd_dev {
 	/* Rings not lent to a thread. Protected by ring_lock. */
 	pthread_mutex_t ring_lock;
 	struct zbd_ring *free_rings;
-	/* Per zone: true if conventional. Set at open, then read-only. */
-	bool *conv;
+	/*
+	 * Per zone: its capacity, 0 for a conventional zone. Set at open and
+	 * after each reset of the zone (a ZNS drive may change a capacity
+	 * there). A zone's entry is written only by a reset of that zone,
+	 * which the caller does not issue together with writes to it.
+	 */
+	_Atomic uint64_t *cap;
 };
 
 static struct zbd_dev *to_zbd(struct zdev *dev)
@@ -121,23 +126,29 @@ static void zbd_ring_put(struct zbd_dev *z, struct zbd_ring *r)
 }
 
 /*
- * The block layer splits a write at zone boundaries (chunk_sectors), so a
- * write that fills a sequential zone to its end and runs on into the next
- * zone's write pointer would succeed as two writes. The contract says it
- * fails, as it does on the emulator: refuse it here, unless every zone it
- * touches is conventional.
+ * May this write be issued? A device fails a write that crosses its zone's
+ * capacity, but the block layer splits a large write (at max_sectors and at
+ * zone boundaries) and the device fails only the pieces past the capacity:
+ * the ones before it land and move the write pointer, and a write that
+ * fills a zone whose capacity is its size runs on into the next zone's
+ * write pointer and succeeds. The contract, which the emulator keeps, is
+ * that such a write fails and writes nothing, so it is refused here. Only
+ * conventional zones may be written across.
  */
-static bool zbd_write_crosses(struct zbd_dev *z, const struct zdev_io *io)
+static bool zbd_write_fits(struct zbd_dev *z, const struct zdev_io *io)
 {
 	uint32_t first = zdev_zone_of(&z->dev, io->off);
 	uint32_t last = zdev_zone_of(&z->dev, io->off + io->len - 1), i;
+	uint64_t cap = z->cap[first];
 
-	if (io->op != ZDEV_OP_WRITE || first == last)
-		return false;
-	for (i = first; i <= last; i++)
-		if (!z->conv[i])
-			return true;
-	return false;
+	if (io->op != ZDEV_OP_WRITE)
+		return true;
+	if (cap)
+		return io->off + io->len <= zdev_zone_start(&z->dev, first) + cap;
+	for (i = first + 1; i <= last; i++)
+		if (z->cap[i])
+			return false;
+	return true;
 }
 
 /*
@@ -167,7 +178,7 @@ static int zbd_submit(struct zdev *dev, struct zdev_io *ios, unsigned int nr)
 		for (i = base; i < base + n; i++) {
 			struct io_uring_sqe *sqe;
 
-			if (zbd_write_crosses(z, &ios[i])) {
+			if (!zbd_write_fits(z, &ios[i])) {
 				ios[i].res = -EIO;
 				continue;
 			}
@@ -294,6 +305,13 @@ static int zbd_zone_op(struct zdev *dev, enum zdev_op op, uint32_t zone)
 	}
 	if (ret)
 		return errno ? -errno : -EIO;
+	if (op == ZDEV_OP_RESET) {
+		struct zdev_zone zn;
+
+		if (zbd_report(dev, zone, 1, &zn) == 1 &&
+		    zn.type != ZDEV_ZONE_CONV)
+			z->cap[zone] = zn.capacity;
+	}
 	return 0;
 }
 
@@ -310,7 +328,7 @@ static void zbd_dev_close(struct zdev *dev)
 	}
 	if (z->fd >= 0)
 		zbd_close(z->fd);
-	free(z->conv);
+	free(z->cap);
 	pthread_mutex_destroy(&z->ring_lock);
 	zdev_free_common(dev);
 	free(z);
@@ -328,10 +346,10 @@ static const struct zdev_ops zbd_ops = {
 };
 
 /*
- * Find the conventional zones: the report is the only way to know. Zone
- * types never change, so this is done once.
+ * Find the conventional zones and the zone capacities: the report is the
+ * only way to know.
  */
-static int zbd_count_conv(struct zdev *dev)
+static int zbd_load_zones(struct zdev *dev)
 {
 	struct zbd_dev *z = to_zbd(dev);
 	struct zdev_zone *zones;
@@ -339,8 +357,8 @@ static int zbd_count_conv(struct zdev *dev)
 	int ret;
 
 	zones = calloc(nr, sizeof(*zones));
-	z->conv = calloc(nr, sizeof(*z->conv));
-	if (!zones || !z->conv) {
+	z->cap = calloc(nr, sizeof(*z->cap));
+	if (!zones || !z->cap) {
 		free(zones);
 		return -ENOMEM;
 	}
@@ -348,8 +366,10 @@ static int zbd_count_conv(struct zdev *dev)
 	if (ret >= 0) {
 		dev->geom.nr_conv = 0;
 		for (i = 0; i < (uint32_t)ret; i++) {
-			z->conv[i] = zones[i].type == ZDEV_ZONE_CONV;
-			dev->geom.nr_conv += z->conv[i];
+			if (zones[i].type == ZDEV_ZONE_CONV)
+				dev->geom.nr_conv++;
+			else
+				z->cap[i] = zones[i].capacity;
 		}
 		ret = 0;
 	}
@@ -405,7 +425,7 @@ int zbd_open_dev(const char *path, unsigned int flags, struct zdev **devp,
 	z->dev.geom.max_open = info.max_nr_open_zones;
 	z->dev.geom.max_active = info.max_nr_active_zones;
 	z->dev.geom.max_io = ZBD_MAX_IO;
-	ret = zbd_count_conv(&z->dev);
+	ret = zbd_load_zones(&z->dev);
 	if (ret) {
 		zutil_err(err, errlen, "%s: cannot report zones: %s", path,
 			  strerror(-ret));

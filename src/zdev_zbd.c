@@ -84,6 +84,15 @@ static int zbd_report(struct zdev *dev, uint32_t first, uint32_t nr,
 			o->len = zones[i].len;
 			o->capacity = zones[i].capacity;
 			o->wp = zones[i].wp;
+			/*
+			 * A read-only or offline zone has no valid write
+			 * pointer: null_blk reports sector -1, which libzbd
+			 * turns into 0xfffffffffffffe00. Report start + len,
+			 * as for a zone without one, and as the emulator does.
+			 */
+			if (zones[i].cond == ZBD_ZONE_COND_READONLY ||
+			    zones[i].cond == ZBD_ZONE_COND_OFFLINE)
+				o->wp = o->start + o->len;
 			o->type = (uint8_t)zones[i].type;
 			o->cond = (uint8_t)zones[i].cond;
 			o->resets = ZDEV_RESETS_UNKNOWN;
@@ -144,7 +153,8 @@ static bool zbd_write_fits(struct zbd_dev *z, const struct zdev_io *io)
 	if (io->op != ZDEV_OP_WRITE)
 		return true;
 	if (cap)
-		return io->off + io->len <= zdev_zone_start(&z->dev, first) + cap;
+		return io->off + io->len <=
+		       zdev_zone_start(&z->dev, first) + cap;
 	for (i = first + 1; i <= last; i++)
 		if (z->cap[i])
 			return false;

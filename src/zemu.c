@@ -316,7 +316,16 @@ static int zemu_report(struct zdev *dev, uint32_t first, uint32_t nr,
 		out[i].start = z->start;
 		out[i].len = z->len;
 		out[i].capacity = z->capacity;
-		out[i].wp = z->wp;
+		/*
+		 * A drive has no valid write pointer in a read-only or offline
+		 * zone (null_blk reports -1), so neither do we: the one kept
+		 * here only bounds the reads of a read-only zone.
+		 */
+		if (z->cond == ZDEV_COND_READONLY ||
+		    z->cond == ZDEV_COND_OFFLINE)
+			out[i].wp = z->start + z->len;
+		else
+			out[i].wp = z->wp;
 		out[i].resets = z->resets;
 		out[i].type = z->type;
 		out[i].cond = z->cond;

@@ -42,6 +42,7 @@ static const struct zdev_geom *g;
 static uint32_t bs;
 static uint32_t *seq, nr_seq;	/* usable sequential zones, in LBA order */
 static uint32_t *conv, nr_conv; /* conventional zones */
+static uint32_t *bad, nr_bad;	/* read-only and offline zones */
 static size_t chunk;		/* the largest write the tests issue */
 static struct zdev_stats st0;	/* the counters after the fixture's resets */
 
@@ -88,15 +89,17 @@ static void reset_all(void)
 	ck_assert_ptr_nonnull(z);
 	ret = zdev_report(dev, 0, g->nr_zones, z);
 	ck_assert_int_eq(ret, (int)g->nr_zones);
-	nr_seq = nr_conv = 0;
+	nr_seq = nr_conv = nr_bad = 0;
 	for (i = 0; i < g->nr_zones; i++) {
 		if (z[i].type == ZDEV_ZONE_CONV) {
 			conv[nr_conv++] = i;
 			continue;
 		}
 		if (z[i].cond == ZDEV_COND_READONLY ||
-		    z[i].cond == ZDEV_COND_OFFLINE)
+		    z[i].cond == ZDEV_COND_OFFLINE) {
+			bad[nr_bad++] = i;
 			continue;
+		}
 		if (z[i].cond != ZDEV_COND_EMPTY) {
 			ret = zdev_reset(dev, i);
 			ck_assert_msg(ret == 0, "reset of zone %u: %d", i, ret);
@@ -128,7 +131,8 @@ static void setup_want(enum want w)
 	chunk = ZF_MIN((size_t)g->max_io, (size_t)4 << 20);
 	seq = calloc(g->nr_zones, sizeof(*seq));
 	conv = calloc(g->nr_zones, sizeof(*conv));
-	ck_assert(seq && conv);
+	bad = calloc(g->nr_zones, sizeof(*bad));
+	ck_assert(seq && conv && bad);
 	reset_all();
 	zdev_get_stats(dev, &st0);
 }
@@ -159,11 +163,12 @@ static void teardown(void)
 	dev = NULL;
 	free(seq);
 	free(conv);
+	free(bad);
 	if (!zbd_path)
 		tu_rmtree(tmpdir);
 }
 
-/* ---- helpers --------------------------------------------------------------- */
+/* ---- helpers ------------------------------------------------------------- */
 
 /* The device counters, counting from the start of the test. */
 static void stats(struct zdev_stats *st)
@@ -278,7 +283,7 @@ static void expect_pat(uint64_t off, size_t len, uint32_t seed)
 		ck_assert_int_eq(zdev_read(dev, buf, n, off), 0);
 		bad = tu_check(buf, n, off, seed);
 		ck_assert_msg(bad < 0, "wrong data at byte %llu",
-			      (unsigned long long)off + (unsigned long long)bad);
+			      (unsigned long long)(off + (uint64_t)bad));
 		off += n;
 		len -= n;
 	}
@@ -343,7 +348,7 @@ static uint32_t count_cond(uint8_t cond)
 	return n;
 }
 
-/* ---- geometry and report --------------------------------------------------- */
+/* ---- geometry and report ------------------------------------------------- */
 
 START_TEST(test_geometry)
 {
@@ -357,7 +362,8 @@ START_TEST(test_geometry)
 	ck_assert_uint_eq(g->zone_size % bs, 0);
 	ck_assert_uint_gt(g->size, (uint64_t)(g->nr_zones - 1) * g->zone_size);
 	ck_assert_uint_le(g->size, (uint64_t)g->nr_zones * g->zone_size);
-	ck_assert(!g->max_open || !g->max_active || g->max_open <= g->max_active);
+	ck_assert(!g->max_open || !g->max_active ||
+		  g->max_open <= g->max_active);
 	ck_assert_uint_ge(g->max_io, bs);
 	ck_assert_uint_eq(g->max_io % bs, 0);
 	ck_assert_str_eq(zdev_path(dev), dev_path);
@@ -404,7 +410,7 @@ START_TEST(test_geometry)
 }
 END_TEST
 
-/* ---- writes ---------------------------------------------------------------- */
+/* ---- writes -------------------------------------------------------------- */
 
 START_TEST(test_write_at_wp)
 {
@@ -549,7 +555,7 @@ START_TEST(test_write_full)
 }
 END_TEST
 
-/* ---- reads ----------------------------------------------------------------- */
+/* ---- reads --------------------------------------------------------------- */
 
 START_TEST(test_read)
 {
@@ -603,7 +609,7 @@ START_TEST(test_read)
 }
 END_TEST
 
-/* ---- zone management ------------------------------------------------------- */
+/* ---- zone management ----------------------------------------------------- */
 
 START_TEST(test_reset)
 {
@@ -775,7 +781,7 @@ START_TEST(test_open_full)
 }
 END_TEST
 
-/* ---- open and active limits ------------------------------------------------ */
+/* ---- open and active limits ---------------------------------------------- */
 
 /*
  * Writes to more zones than the open limit all succeed: the device closes
@@ -975,7 +981,58 @@ START_TEST(test_max_active_open)
 }
 END_TEST
 
-/* ---- conventional zones, ranges --------------------------------------------- */
+/*
+ * Read-only and offline zones (worn or failed): a read-only zone can only be
+ * read, an offline one not even that. A real device has them only if it was
+ * made so (null_blk: echo SECTOR > /sys/kernel/config/nullb/NAME/zone_readonly
+ * or zone_offline); on the emulator the test makes them.
+ */
+START_TEST(test_forced_conditions)
+{
+	static const enum zdev_op ops[] = { ZDEV_OP_RESET, ZDEV_OP_FINISH,
+					    ZDEV_OP_OPEN, ZDEV_OP_CLOSE };
+	char *buf = zdev_buf_alloc(dev, bs);
+	uint32_t i, k;
+
+	ck_assert_ptr_nonnull(buf);
+	if (!zbd_path) {
+		append(seqz(1), 2 * bs, 34);
+		ck_assert_int_eq(zemu_set_cond(dev, seqz(1), ZDEV_COND_READONLY),
+				 0);
+		ck_assert_int_eq(zemu_set_cond(dev, seqz(2), ZDEV_COND_OFFLINE),
+				 0);
+		bad[nr_bad++] = seqz(1);
+		bad[nr_bad++] = seqz(2);
+	}
+	if (!nr_bad) {
+		tu_skip("forced_conditions: %s has no read-only or offline zone",
+			dev_path);
+		free(buf);
+		return;
+	}
+	for (k = 0; k < nr_bad; k++) {
+		struct zdev_zone z = rep(bad[k]);
+		int want_read = z.cond == ZDEV_COND_OFFLINE ? -EIO : 0;
+
+		ck_assert_int_eq(zdev_read(dev, buf, bs, z.start), want_read);
+		ck_assert_int_eq(zdev_read(dev, buf, bs, z.start + z.len - bs),
+				 want_read);
+		ck_assert_int_eq(zdev_write(dev, buf, bs, z.start), -EIO);
+		ck_assert_int_eq(zdev_write(dev, buf, bs, z.start + bs), -EIO);
+		for (i = 0; i < ZF_ARRAY_SIZE(ops); i++)
+			ck_assert_int_eq(zdev_zone_op(dev, ops[i], bad[k]),
+					 -EIO);
+		ck_assert_uint_eq(rep(bad[k]).cond, z.cond);
+		/* No valid write pointer: reported as start + len. */
+		ck_assert_uint_eq(z.wp, z.start + z.len);
+	}
+	if (!zbd_path)
+		expect_pat(rep(seqz(1)).start, 2 * bs, 34);
+	free(buf);
+}
+END_TEST
+
+/* ---- conventional zones, ranges ------------------------------------------ */
 
 START_TEST(test_conv)
 {
@@ -1056,7 +1113,7 @@ START_TEST(test_out_of_range)
 }
 END_TEST
 
-/* ---- batches ---------------------------------------------------------------- */
+/* ---- batches ------------------------------------------------------------- */
 
 /* How many zones a batch may write: each write opens a zone. */
 static uint32_t batch_zones(void)
@@ -1162,7 +1219,7 @@ START_TEST(test_submit_errors)
 }
 END_TEST
 
-/* ---- fault injection -------------------------------------------------------- */
+/* ---- fault injection ----------------------------------------------------- */
 
 struct fault {
 	enum zdev_op op;
@@ -1288,7 +1345,7 @@ START_TEST(test_fault_submit)
 }
 END_TEST
 
-/* ---- opening ---------------------------------------------------------------- */
+/* ---- opening ------------------------------------------------------------- */
 
 START_TEST(test_exclusive)
 {
@@ -1350,7 +1407,7 @@ START_TEST(test_flush)
 }
 END_TEST
 
-/* ---- the suite -------------------------------------------------------------- */
+/* ---- the suite ----------------------------------------------------------- */
 
 static void add(Suite *s, const char *name, const TTest *t,
 		void (*fixture)(void))
@@ -1385,6 +1442,7 @@ static Suite *zdev_suite(void)
 	add(s, "max_open_explicit", test_max_open_explicit, setup_open_limit);
 	add(s, "max_active_write", test_max_active_write, setup_active_limit);
 	add(s, "max_active_open", test_max_active_open, setup_active_limit);
+	add(s, "forced_conditions", test_forced_conditions, setup);
 	add(s, "conv", test_conv, setup_conv);
 	add(s, "out_of_range", test_out_of_range, setup);
 	add(s, "submit_writes", test_submit_writes, setup);

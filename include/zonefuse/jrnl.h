@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * jrnl - the metadata journal, kept in zones.
+ *
+ * It owns the superblock, the anchors and the metadata chain (format.h).
+ * It does not decide what to log: the file system core appends records
+ * (after applying them with zm_apply()) and asks for commits; the journal
+ * makes them durable, in order, and rolls to a new snapshot when the log
+ * since the last one has grown large.
+ *
+ * Ordering rules it keeps (docs/format.md):
+ * - a commit flushes the device before it writes records, so every data
+ *   write that completed before a record was appended is durable before
+ *   that record is;
+ * - a snapshot is durable before the anchor that names it is written, and
+ *   the anchor is durable before the old chain's zones are released.
+ *
+ * Threads: jrnl_append() and jrnl_commit() may be called from any thread.
+ * One committer runs at a time; other callers wait for it (group commit).
+ * Lock order: the caller's locks -> jrnl's lock. The snapshot callback runs
+ * in the committer with no journal lock held.
+ */
+#ifndef ZONEFUSE_JRNL_H
+#define ZONEFUSE_JRNL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "zonefuse/format.h"
+#include "zonefuse/meta.h"
+#include "zonefuse/zdev.h"
+
+struct jrnl;
+
+struct jrnl_cb {
+	/*
+	 * Give the journal an empty, writable zone for the chain: 0 and
+	 * *@zone, or a negative errno (-ENOSPC).
+	 */
+	int (*zone_alloc)(void *arg, uint32_t *zone);
+	/*
+	 * The journal will not write chain zone @zone again (it moved on to
+	 * a new one): finish it. Without this callback (mkfs) the journal
+	 * finishes it itself.
+	 */
+	void (*zone_done)(void *arg, uint32_t zone);
+	/* A chain zone is no longer needed (its replacement is durable). */
+	void (*zone_release)(void *arg, uint32_t zone);
+	/*
+	 * Encode a snapshot: stop every metadata change (so that no record
+	 * is between zm_apply() and jrnl_append()), then call
+	 * zm_snap_encode(meta, @emit, @emit_arg) and return its result.
+	 */
+	int (*snapshot)(void *arg, zm_emit_fn emit, void *emit_arg);
+	/* Optional: records up to @seq are durable. */
+	void (*durable)(void *arg, uint64_t seq);
+};
+
+/*
+ * zm_init() @m for @dev and fill each zone's geometry, write pointer and
+ * condition from a zone report; unusable zones (read-only, offline, empty
+ * capacity) get ZM_ZONE_BAD.
+ */
+int jrnl_zones_init(struct zdev *dev, struct zmeta *m, char *err,
+		    size_t errlen);
+
+struct jrnl_mkfs_params {
+	const char *label;
+	uint32_t reserve_zones;
+	int64_t time;
+};
+
+/*
+ * Make a new file system on @dev: pick the super zones, write both
+ * superblocks, a chain holding a snapshot of @m (which must hold the root
+ * and nothing else of the device: zone states are set here) and the first
+ * anchor. The zones it writes must be empty (mkfs resets them first).
+ * Fills @sb with the superblock written.
+ */
+int jrnl_mkfs(struct zdev *dev, const struct jrnl_mkfs_params *p,
+	      struct zmeta *m, struct zf_super *sb, char *err, size_t errlen);
+
+/* Minimum zone capacity mkfs accepts. */
+#define JRNL_MIN_ZONE_CAP (1ull << 20)
+
+struct jrnl_replay_info {
+	uint64_t snap_seq;    /* seq of the snapshot replayed */
+	uint64_t last_seq;    /* last record accepted */
+	uint64_t log_records; /* records after the snapshot */
+	uint64_t snap_bytes, log_bytes;
+	uint32_t chain_zones;
+	uint32_t chain_gen;
+	uint64_t anchor_seq;
+	bool clean;	      /* ended with UNMOUNT at the write pointer */
+	bool salvaged;	      /* JRNL_SALVAGE dropped a record that did not
+				 apply, and what followed */
+	char stop[200];	      /* why replay stopped where it did */
+};
+
+/*
+ * Find the file system on @dev, initialise @m for the device (zm_init and
+ * the zone geometry from a report), and replay the newest snapshot and the
+ * log after it into @m. Zones of the chain and the super zones get their
+ * state. On success the journal is ready to append after the last record
+ * (read-only with JRNL_RDONLY). Errors: -EMEDIUMTYPE (no zonefuse file system),
+ * -ENOTSUP (unknown version or features), -EUCLEAN (damage: no valid
+ * anchor, a snapshot that does not load, a record that does not apply),
+ * -EINVAL (made for another geometry), or an I/O errno; @err says which,
+ * on what.
+ */
+enum jrnl_open_flags {
+	JRNL_RDONLY = 1u << 0,
+	/*
+	 * fsck --repair: a record that holds but does not apply ends the log
+	 * (it and what follows are dropped) instead of failing the open.
+	 */
+	JRNL_SALVAGE = 1u << 1,
+};
+
+int jrnl_open(struct zdev *dev, unsigned int flags, struct zmeta *m,
+	      struct jrnl **jp, struct zf_super *sb,
+	      struct jrnl_replay_info *info, char *err, size_t errlen);
+
+/* Read just the superblock of @dev (for tools). Same errors. */
+int jrnl_read_super(struct zdev *dev, struct zf_super *sb, char *err,
+		    size_t errlen);
+
+void jrnl_set_cb(struct jrnl *j, const struct jrnl_cb *cb, void *arg);
+
+/*
+ * Prepare to append: if replay ended on a torn or unclean tail, write a new
+ * snapshot chain first (records after garbage would never be replayed).
+ */
+int jrnl_start(struct jrnl *j);
+
+/*
+ * Append a record; *@seq (if not NULL) gets its sequence number. Not
+ * durable until a commit covers it. -EROFS after a write error or on a
+ * read-only journal; -EINVAL for a payload over ZF_REC_MAX.
+ */
+int jrnl_append(struct jrnl *j, uint16_t type, const void *payload,
+		uint32_t len, uint64_t *seq);
+
+/* Make every record up to @seq durable (UINT64_MAX: all appended). */
+int jrnl_commit(struct jrnl *j, uint64_t seq);
+
+/* Write a new snapshot chain now (tests, and to compact the log). */
+int jrnl_roll(struct jrnl *j);
+
+uint64_t jrnl_last_seq(struct jrnl *j);
+uint64_t jrnl_durable_seq(struct jrnl *j);
+/* The sticky error (0 if none): once a metadata write failed. */
+int jrnl_error(struct jrnl *j);
+
+struct jrnl_stats {
+	uint64_t meta_bytes; /* bytes written by the journal, this session */
+	uint64_t commits, rolls;
+	uint32_t chain_zones;
+	uint32_t chain_gen;
+	uint64_t anchor_seq, snap_seq;
+	uint64_t snap_bytes, log_bytes;
+	uint32_t super_zone[2];
+	uint32_t cur_zone;
+};
+void jrnl_get_stats(struct jrnl *j, struct jrnl_stats *st);
+
+/* Zones of the current chain, in order; returns how many (<= @max). */
+uint32_t jrnl_chain(struct jrnl *j, uint32_t *zones, uint32_t max);
+
+/*
+ * Close. If @clean and the journal is writable and healthy, append an
+ * UNMOUNT record and commit first. Returns the commit's result.
+ */
+int jrnl_close(struct jrnl *j, bool clean);
+
+#endif /* ZONEFUSE_JRNL_H */

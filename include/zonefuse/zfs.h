@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * zfs - the file system, as a library: mount a device, then operate on it
+ * by inode number, as the FUSE low-level API does. The FUSE edge
+ * (fuse_ll.c) is a thin layer over this; the tools and the crash tests
+ * drive it directly, without a mount.
+ *
+ * Every function returns 0 (or a byte count) or a negative errno, with the
+ * errno a POSIX file system gives for the case.
+ */
+#ifndef ZONEFUSE_ZFS_H
+#define ZONEFUSE_ZFS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+
+#include "zonefuse/zdev.h"
+
+struct zfs;
+
+struct zfs_opts {
+	bool rdonly;
+	uint32_t commit_ms;	 /* journal commit interval (0: default 5 s) */
+	uint64_t stage_bytes;	 /* DRAM for staged writes (0: default) */
+	uint32_t wb_threads;	 /* device writers (0: default) */
+	bool no_reclaim_thread;	 /* tests: reset dead zones only on demand */
+	bool no_lock;		 /* read-only tools: do not lock the device
+				    (see the state as last committed) */
+	bool defer_threads;	 /* start threads with zfs_start() (a daemon
+				    forks after mounting) */
+	bool salvage;		 /* fsck --repair: see JRNL_SALVAGE */
+};
+
+#define ZFS_DEFAULT_COMMIT_MS 5000u
+#define ZFS_DEFAULT_STAGE_BYTES (256ull << 20)
+#define ZFS_CHUNK (1u << 20) /* staging chunk: also the largest write */
+
+/* Who is asking: from the FUSE request, or made up by a tool. */
+struct zfs_ctx {
+	uint32_t uid, gid;
+	uint32_t umask;
+	uint32_t ngroups;
+	uint32_t groups[32];
+};
+
+/* ---- making and checking ---------------------------------------------- */
+
+struct zfs_mkfs_opts {
+	const char *label;
+	int reserve_pct; /* share of zones kept free; < 0: the default */
+	bool force;	 /* overwrite an existing zonefuse file system */
+	/* Called while zones are reset (done of total); may be NULL. */
+	void (*progress)(void *arg, uint32_t done, uint32_t total);
+	void *arg;
+};
+
+/* Default reserve: 1% of the zones, at least ZFS_MIN_RESERVE. */
+#define ZFS_MIN_RESERVE 3u
+#define ZFS_MIN_ZONES 8u
+
+struct zfs_mkfs_info {
+	uint32_t nr_zones, nr_conv, block_size, reserve_zones;
+	uint64_t zone_size, zone_capacity; /* capacity of the first seq zone */
+	uint64_t usable_bytes;
+	uint32_t super_zone[2];
+	uint8_t uuid[16];
+};
+
+/*
+ * Make a file system on @path: refuses one that already holds zonefuse
+ * (-EEXIST, unless force), a device too small or with zones too small
+ * (-ENOSPC); resets every written zone, writes the superblocks, the root
+ * directory and the first journal chain.
+ */
+int zfs_mkfs(const char *path, const struct zfs_mkfs_opts *o,
+	     struct zfs_mkfs_info *info, char *err, size_t errlen);
+
+/* fsck(8) exit codes. */
+#define ZFS_FSCK_OK 0
+#define ZFS_FSCK_FIXED 1
+#define ZFS_FSCK_UNFIXED 4
+#define ZFS_FSCK_OPERROR 8
+#define ZFS_FSCK_USAGE 16
+
+struct zfs_fsck_result {
+	uint32_t errors;   /* problems found */
+	uint32_t fixed;	   /* of them repaired */
+	uint64_t inodes, dirs, extents;
+	uint64_t log_records;
+	bool clean_tail;
+	char stop[200];	   /* where the log ended and why */
+};
+
+/*
+ * Check the file system on @path; with @repair, fix what can be fixed
+ * without losing data that can be proven good, and say what was dropped.
+ * Each finding goes to @say (one line, no newline). Returns an fsck(8)
+ * exit code; ZFS_FSCK_OPERROR with @err when the check could not run.
+ */
+int zfs_fsck(const char *path, bool repair,
+	     void (*say)(void *arg, const char *line), void *arg,
+	     struct zfs_fsck_result *res, char *err, size_t errlen);
+
+/* Open a device (zdev_open) and mount the file system on it. */
+int zfs_mount(const char *path, const struct zfs_opts *opts,
+	      struct zfs **fsp, char *err, size_t errlen);
+
+/* Start the writeback and background threads (opts.defer_threads). */
+int zfs_start(struct zfs *fs);
+
+/*
+ * Write everything out, commit, mark the journal clean and close.
+ * Returns the first error met (the device is closed anyway).
+ */
+int zfs_unmount(struct zfs *fs);
+
+/*
+ * Tests: stop as a crash would, writing nothing more: staged data and
+ * uncommitted records are lost, the device is closed without a flush.
+ */
+void zfs_crash(struct zfs *fs);
+
+/* The device under the file system. */
+struct zdev *zfs_dev(struct zfs *fs);
+
+/* ---- namespace (inode numbers are the kernel's node ids) ------------- */
+
+/* Fills *@st; counts a kernel lookup (zfs_forget() gives it back). */
+int zfs_lookup(struct zfs *fs, uint64_t parent, const char *name,
+	       struct stat *st);
+void zfs_forget(struct zfs *fs, uint64_t ino, uint64_t nlookup);
+int zfs_getattr(struct zfs *fs, uint64_t ino, struct stat *st);
+
+/* What zfs_setattr() changes (FUSE_SET_ATTR_* equivalents). */
+#define ZFS_SET_MODE (1u << 0)
+#define ZFS_SET_UID (1u << 1)
+#define ZFS_SET_GID (1u << 2)
+#define ZFS_SET_SIZE (1u << 3)
+#define ZFS_SET_ATIME (1u << 4)
+#define ZFS_SET_MTIME (1u << 5)
+#define ZFS_SET_ATIME_NOW (1u << 7)
+#define ZFS_SET_MTIME_NOW (1u << 8)
+#define ZFS_SET_CTIME (1u << 10)
+/* Truncate through an open file: no write permission check. */
+#define ZFS_SET_HAVE_FH (1u << 16)
+
+int zfs_setattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
+		const struct stat *attr, unsigned int to_set,
+		struct stat *st);
+
+/* Create a regular file, fifo or socket (device nodes: -EPERM). */
+int zfs_mknod(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t parent,
+	      const char *name, mode_t mode, dev_t rdev, struct stat *st);
+int zfs_mkdir(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t parent,
+	      const char *name, mode_t mode, struct stat *st);
+int zfs_symlink(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t parent,
+		const char *name, const char *target, struct stat *st);
+int zfs_link(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
+	     uint64_t newparent, const char *newname, struct stat *st);
+int zfs_unlink(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t parent,
+	       const char *name);
+int zfs_rmdir(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t parent,
+	      const char *name);
+
+#define ZFS_RENAME_NOREPLACE (1u << 0)
+#define ZFS_RENAME_EXCHANGE (1u << 1)
+int zfs_rename(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t parent,
+	       const char *name, uint64_t newparent, const char *newname,
+	       unsigned int flags);
+/* Copies the target (NUL-terminated) into @buf; returns its length. */
+int zfs_readlink(struct zfs *fs, uint64_t ino, char *buf, size_t size);
+
+/* Permission check as access(2) (mask of R_OK, W_OK, X_OK). */
+int zfs_access(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
+	       int mask);
+
+/* ---- files ----------------------------------------------------------- */
+
+/*
+ * Open @ino with open(2) @flags (O_TRUNC truncates; permissions are
+ * checked). Every open is paired with zfs_release().
+ */
+int zfs_open(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
+	     int flags);
+/* Create and open @name in @parent (O_EXCL honoured). */
+int zfs_create(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t parent,
+	       const char *name, mode_t mode, int flags, struct stat *st);
+int zfs_release(struct zfs *fs, uint64_t ino);
+
+/* Read up to @size bytes at @off into @buf; returns the count (0: EOF). */
+ssize_t zfs_read(struct zfs *fs, uint64_t ino, void *buf, size_t size,
+		 off_t off);
+/*
+ * Write @size bytes at @off (@append: at the end, O_APPEND). Returns the
+ * count; *@newoff (if not NULL) gets the offset after the write.
+ */
+ssize_t zfs_write(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
+		  const void *buf, size_t size, off_t off, bool append);
+/* Make @ino's data and metadata durable. */
+int zfs_fsync(struct zfs *fs, uint64_t ino, bool datasync);
+/* Make everything durable. */
+int zfs_sync(struct zfs *fs);
+
+/* lseek for SEEK_DATA / SEEK_HOLE; *@res gets the offset. */
+int zfs_lseek(struct zfs *fs, uint64_t ino, off_t off, int whence,
+	      off_t *res);
+/* fallocate: mode 0 and FALLOC_FL_KEEP_SIZE; others -EOPNOTSUPP. */
+int zfs_fallocate(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
+		  int mode, off_t off, off_t len);
+
+/* ---- directories ------------------------------------------------------ */
+
+/*
+ * Call @fill for each entry after position @off ("." is 1, ".." 2, then
+ * each entry's cookie, stable while entries come and go). @fill returns
+ * non-zero to stop (the buffer is full). With @plus, each entry found is
+ * also looked up (the kernel keeps a reference).
+ */
+typedef int (*zfs_fill_fn)(void *arg, const char *name, const struct stat *st,
+			   off_t next);
+int zfs_readdir(struct zfs *fs, uint64_t ino, off_t off, bool plus,
+		zfs_fill_fn fill, void *arg);
+int zfs_opendir(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino);
+int zfs_fsyncdir(struct zfs *fs, uint64_t ino);
+
+/* ---- extended attributes (user.* only) -------------------------------- */
+
+#define ZFS_XATTR_CREATE 1
+#define ZFS_XATTR_REPLACE 2
+int zfs_setxattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
+		 const char *name, const void *value, size_t size, int flags);
+/* Returns the value size; with @size 0 only the size. -ERANGE if small. */
+ssize_t zfs_getxattr(struct zfs *fs, uint64_t ino, const char *name,
+		     void *value, size_t size);
+ssize_t zfs_listxattr(struct zfs *fs, uint64_t ino, char *list, size_t size);
+int zfs_removexattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
+		    const char *name);
+
+/* The virtual attributes: not listed, not settable. */
+#define ZFS_XATTR_EXTENTS "user.zonefuse.extents"
+#define ZFS_XATTR_STATS "user.zonefuse.stats"
+
+/* ---- the whole file system ------------------------------------------- */
+
+int zfs_statfs(struct zfs *fs, struct statvfs *st);
+
+struct zfs_stats {
+	uint64_t capacity_bytes, used_bytes, free_bytes, reclaimable_bytes;
+	uint64_t files, directories;
+	uint32_t zones_total, zones_empty, zones_open, zones_closed;
+	uint32_t zones_full, zones_meta, zones_super, zones_bad;
+	uint32_t meta_zones;
+	uint64_t snap_seq, last_seq, durable_seq;
+	uint64_t host_bytes_written, device_bytes_written, gc_bytes_written;
+	uint64_t meta_bytes_written;
+	double write_amplification; /* < 0 while nothing was written */
+	uint64_t resets_total, resets_min, resets_max;
+	double resets_mean;
+	uint64_t meta_resets_max;
+	uint32_t open_zones, active_zones;
+	uint32_t max_open, max_active;
+	bool read_only;
+	int error; /* the sticky error, 0 if healthy */
+};
+int zfs_get_stats(struct zfs *fs, struct zfs_stats *st);
+/* The stats as the flat JSON object `zonefuse stat --json` prints. */
+int zfs_stats_json(const struct zfs_stats *st, char *buf, size_t size);
+/* The extents of @ino, one "zone offset length" line each. */
+ssize_t zfs_extents_text(struct zfs *fs, uint64_t ino, char *buf,
+			 size_t size);
+
+/*
+ * Reset every zone whose data is all dead and whose freeing record is
+ * durable, now. Returns how many (the background thread does it too).
+ */
+int zfs_reclaim_now(struct zfs *fs);
+
+#endif /* ZONEFUSE_ZFS_H */

@@ -1,0 +1,787 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Zones and space: which zone data goes to, how much space is left, and
+ * resetting zones whose data is all dead.
+ *
+ * Rules the zone model imposes, and how they are kept:
+ * - A zone is written only at its write pointer, one write at a time: each
+ *   write head has a lock held across its device write.
+ * - Open and active zones are a device resource: we count the zones we
+ *   keep active (written but neither full nor empty) and never take a new
+ *   one past max_active; a file that cannot get a zone of its own shares
+ *   the small-file head instead of failing.
+ * - A zone is reset only when no live extent points into it and the record
+ *   that freed its last extent is durable: a crash before that record
+ *   lands must still find the data it names.
+ * - Empty zones are taken least-worn first (fewest resets), so that a job
+ *   writing and deleting checkpoints in a loop spreads resets over all
+ *   zones.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "zfs_i.h"
+#include "zonefuse/util.h"
+
+/* A private head's zone with less than this share left is finished. */
+#define ALLOC_FINISH_DIV 4u
+#define ALLOC_RETRY_OPEN 200
+
+static uint32_t alloc_zone_id(const struct zfs *fs, const struct zm_zone *z)
+{
+	return (uint32_t)(z - fs->m.zones);
+}
+
+static bool alloc_is_active(const struct zm_zone *z)
+{
+	return z->wp > z->start && z->wp < z->start + z->cap;
+}
+
+/* Zones kept free for the journal (and reclaim): never given to data. */
+static uint32_t alloc_floor(struct zfs *fs)
+{
+	struct jrnl_stats st;
+
+	jrnl_get_stats(fs->j, &st);
+	return ZF_MAX(fs->reserve_zones, 2 * st.chain_zones + 2);
+}
+
+/*
+ * Bytes new data can still take: free zones and what is left in the
+ * zones we write, minus the reserve. Caller holds alloc_lock.
+ */
+static uint64_t alloc_avail(struct zfs *fs, uint32_t floor)
+{
+	uint64_t free_zones = 0, cap = 0, rest = 0;
+	uint32_t i;
+
+	for (i = 0; i < fs->m.nr_zones; i++) {
+		struct zm_zone *z = &fs->m.zones[i];
+
+		if (z->state == ZM_ZONE_FREE ||
+		    (z->state == ZM_ZONE_DATA && !z->valid &&
+		     (z->flags & ZFS_ZF_RESETQ))) {
+			/* Queued dead zones are free as soon as reset. */
+			free_zones++;
+			cap += z->cap;
+		} else if (z->state == ZM_ZONE_DATA &&
+			   (z->flags & (ZFS_ZF_HEAD | ZFS_ZF_PARKED))) {
+			rest += z->start + z->cap - z->wp;
+		}
+	}
+	if (free_zones <= floor)
+		return rest;
+	return rest + cap - (cap / free_zones) * floor;
+}
+
+void alloc_zone_dead(void *arg, uint32_t zone, uint64_t seq)
+{
+	struct zfs *fs = arg;
+	struct zm_zone *z = &fs->m.zones[zone];
+
+	z->free_seq = seq;
+	if (z->state != ZM_ZONE_DATA || (z->flags & ZFS_ZF_HEAD) ||
+	    (z->flags & ZFS_ZF_RESETQ))
+		return;
+	z->flags = (uint8_t)((z->flags & ~ZFS_ZF_PARKED) | ZFS_ZF_RESETQ);
+	fs->resetq[fs->nr_resetq++] = zone;
+}
+
+/* Finish @zone: it keeps its data and gives back its active slot. */
+static void alloc_finish(struct zfs *fs, struct zm_zone *z)
+{
+	uint32_t id = alloc_zone_id(fs, z);
+
+	if (z->type == ZDEV_ZONE_SEQ && alloc_is_active(z)) {
+		int ret = zdev_finish(fs->dev, id);
+
+		if (ret)
+			zlog_warn("%s: finishing zone %u failed: %s",
+				  zdev_path(fs->dev), id, strerror(-ret));
+	}
+	if (alloc_is_active(z) && z->type == ZDEV_ZONE_SEQ && fs->nr_active)
+		fs->nr_active--;
+	z->wp = z->start + z->cap;
+	z->flags &= (uint8_t)~ZFS_ZF_PARKED;
+	if (!z->valid && z->state == ZM_ZONE_DATA &&
+	    !(z->flags & ZFS_ZF_RESETQ)) {
+		z->flags |= ZFS_ZF_RESETQ;
+		fs->resetq[fs->nr_resetq++] = id;
+	}
+}
+
+/* Free an active slot by finishing the fullest parked zone. */
+static bool alloc_finish_parked(struct zfs *fs)
+{
+	struct zm_zone *best = NULL;
+	uint32_t i;
+
+	for (i = 0; i < fs->m.nr_zones; i++) {
+		struct zm_zone *z = &fs->m.zones[i];
+
+		if ((z->flags & ZFS_ZF_PARKED) && (!best || z->wp - z->start >
+							      best->wp - best->start))
+			best = z;
+	}
+	if (!best)
+		return false;
+	alloc_finish(fs, best);
+	return true;
+}
+
+/*
+ * Reset @id on the device (alloc_lock held, dropped around the command).
+ * The caller owns the zone (its state keeps others away) and sets the
+ * state after.
+ */
+static int alloc_reset_locked(struct zfs *fs, uint32_t id)
+{
+	struct zm_zone *z = &fs->m.zones[id];
+	bool active = alloc_is_active(z);
+	int ret = 0;
+
+	if (z->type == ZDEV_ZONE_SEQ && z->wp != z->start) {
+		pthread_mutex_unlock(&fs->alloc_lock);
+		ret = zdev_reset(fs->dev, id);
+		pthread_mutex_lock(&fs->alloc_lock);
+	}
+	if (ret)
+		return ret;
+	if (active && z->type == ZDEV_ZONE_SEQ && fs->nr_active)
+		fs->nr_active--;
+	z->wp = z->start;
+	z->resets++;
+	return 0;
+}
+
+/* May we make one more zone active? @meta may use the last slot. */
+static bool alloc_active_ok(struct zfs *fs, bool meta)
+{
+	/* One slot is always the live super zone's. */
+	uint32_t limit;
+
+	if (!fs->max_active)
+		return true;
+	limit = fs->max_active - 1 - (meta ? 0 : 1);
+	while (fs->nr_active >= limit)
+		if (!alloc_finish_parked(fs))
+			return false;
+	return true;
+}
+
+/*
+ * Take an empty zone for writing: the least-worn free zone. @meta allows
+ * dipping into the reserve. Returns -ENOSPC when no zone is free (or only
+ * zones whose freeing record is not durable yet: -EAGAIN), -EBUSY when the
+ * active zone limit is reached. Caller holds alloc_lock.
+ */
+static int alloc_take_zone(struct zfs *fs, bool meta, uint32_t *zone)
+{
+	uint32_t floor = meta ? 0 : alloc_floor(fs);
+
+	for (;;) {
+		uint32_t i, nfree = 0, waiting = 0;
+		struct zm_zone *best = NULL;
+		int ret;
+
+		for (i = 0; i < fs->m.nr_zones; i++) {
+			struct zm_zone *z = &fs->m.zones[i];
+
+			if (z->state == ZM_ZONE_DATA && !z->valid &&
+			    (z->flags & ZFS_ZF_RESETQ))
+				waiting++;
+			if (z->state != ZM_ZONE_FREE || z->cap < fs->bs)
+				continue;
+			nfree++;
+			if (meta && z->cap < JRNL_MIN_ZONE_CAP)
+				continue;
+			if (!best || z->resets < best->resets)
+				best = z;
+		}
+		if (!best || nfree <= floor)
+			return waiting ? -EAGAIN : -ENOSPC;
+		if (!alloc_active_ok(fs, meta))
+			return -EBUSY;
+		*zone = alloc_zone_id(fs, best);
+		best->state = meta ? ZM_ZONE_META : ZM_ZONE_DATA;
+		best->flags = 0;
+		best->mtime = zfs_now();
+		if (best->wp != best->start) {
+			/* Dead since the last mount: reset before use. */
+			ret = alloc_reset_locked(fs, *zone);
+			if (ret) {
+				zlog_err("%s: reset of zone %u failed: %s; the zone is retired",
+					 zdev_path(fs->dev), *zone,
+					 strerror(-ret));
+				best->state = ZM_ZONE_BAD;
+				continue;
+			}
+		}
+		fs->nr_active++;
+		return 0;
+	}
+}
+
+/* Journal callbacks. */
+
+static int alloc_jrnl_zone(void *arg, uint32_t *zone)
+{
+	struct zfs *fs = arg;
+	int ret;
+
+	pthread_mutex_lock(&fs->alloc_lock);
+	ret = alloc_take_zone(fs, true, zone);
+	pthread_mutex_unlock(&fs->alloc_lock);
+	return ret == -EBUSY || ret == -EAGAIN ? -ENOSPC : ret;
+}
+
+/* The journal will not write @zone again: finish it (it stays META). */
+static void alloc_jrnl_done(void *arg, uint32_t zone)
+{
+	struct zfs *fs = arg;
+
+	pthread_mutex_lock(&fs->alloc_lock);
+	alloc_finish(fs, &fs->m.zones[zone]);
+	pthread_mutex_unlock(&fs->alloc_lock);
+}
+
+/* An old chain zone: its replacement is durable, reset it. */
+static void alloc_jrnl_release(void *arg, uint32_t zone)
+{
+	struct zfs *fs = arg;
+	struct zm_zone *z = &fs->m.zones[zone];
+
+	pthread_mutex_lock(&fs->alloc_lock);
+	z->state = ZM_ZONE_DATA;
+	z->valid = 0;
+	z->free_seq = 0;
+	z->flags = ZFS_ZF_RESETQ;
+	fs->resetq[fs->nr_resetq++] = zone;
+	pthread_mutex_unlock(&fs->alloc_lock);
+}
+
+static int alloc_jrnl_snapshot(void *arg, zm_emit_fn emit, void *emit_arg)
+{
+	struct zfs *fs = arg;
+	struct zdev_stats ds;
+	int ret;
+
+	pthread_rwlock_wrlock(&fs->meta_lock);
+	zdev_get_stats(fs->dev, &ds);
+	fs->m.counters.host_bytes = fs->base_host_bytes + fs->host_bytes;
+	fs->m.counters.device_bytes = fs->base_device_bytes + ds.bytes_written;
+	fs->m.counters.gc_bytes = fs->base_gc_bytes + fs->gc_bytes;
+	pthread_mutex_lock(&fs->alloc_lock);
+	ret = zm_snap_encode(&fs->m, emit, emit_arg);
+	pthread_mutex_unlock(&fs->alloc_lock);
+	pthread_rwlock_unlock(&fs->meta_lock);
+	return ret;
+}
+
+static void alloc_jrnl_durable(void *arg, uint64_t seq)
+{
+	struct zfs *fs = arg;
+
+	(void)seq;
+	pthread_mutex_lock(&fs->bg_lock);
+	fs->bg_kick = true;
+	pthread_cond_signal(&fs->bg_cv);
+	pthread_mutex_unlock(&fs->bg_lock);
+}
+
+const struct jrnl_cb alloc_jrnl_cb = {
+	.zone_alloc = alloc_jrnl_zone,
+	.zone_done = alloc_jrnl_done,
+	.zone_release = alloc_jrnl_release,
+	.snapshot = alloc_jrnl_snapshot,
+	.durable = alloc_jrnl_durable,
+};
+
+/* ---- heads ------------------------------------------------------------------ */
+
+/*
+ * Give @head a zone: a parked one for the shared head (they are partly
+ * written: sharing them costs nothing), else a fresh one.
+ */
+static int alloc_head_zone(struct zfs *fs, struct zfs_head *head)
+{
+	uint32_t i, zone;
+	int ret, tries = 0;
+
+	pthread_mutex_lock(&fs->alloc_lock);
+	for (;;) {
+		if (head->kind == ZFS_HEAD_SMALL) {
+			for (i = 0; i < fs->m.nr_zones; i++) {
+				struct zm_zone *z = &fs->m.zones[i];
+
+				if ((z->flags & ZFS_ZF_PARKED) &&
+				    !(z->flags & ZFS_ZF_RESETQ)) {
+					z->flags = ZFS_ZF_HEAD;
+					head->zone = i;
+					pthread_mutex_unlock(&fs->alloc_lock);
+					return 0;
+				}
+			}
+		}
+		ret = alloc_take_zone(fs, false, &zone);
+		if (ret != -EAGAIN || ++tries > 20)
+			break;
+		/*
+		 * Dead zones wait for their freeing record: commit it, reset
+		 * them, try again. No file system lock is held here.
+		 */
+		pthread_mutex_unlock(&fs->alloc_lock);
+		jrnl_commit(fs->j, UINT64_MAX);
+		alloc_reclaim(fs);
+		pthread_mutex_lock(&fs->alloc_lock);
+	}
+	if (ret == -EAGAIN || (ret == -EBUSY && head->kind == ZFS_HEAD_SMALL))
+		ret = -ENOSPC;
+	if (!ret) {
+		fs->m.zones[zone].flags = ZFS_ZF_HEAD;
+		head->zone = zone;
+	}
+	pthread_mutex_unlock(&fs->alloc_lock);
+	return ret;
+}
+
+/* Drop @head's zone reference after it filled up (alloc_lock held). */
+static void alloc_head_full(struct zfs *fs, struct zfs_head *head)
+{
+	struct zm_zone *z = &fs->m.zones[head->zone];
+
+	z->flags &= (uint8_t)~ZFS_ZF_HEAD;
+	if (!z->valid && !(z->flags & ZFS_ZF_RESETQ)) {
+		z->flags |= ZFS_ZF_RESETQ;
+		fs->resetq[fs->nr_resetq++] = head->zone;
+	}
+	head->zone = ZF_NO_ZONE;
+}
+
+/*
+ * After a failed write the device's write pointer may be anywhere (a
+ * partial write, a drive that moved it): ask the device, believe it, and
+ * stop using the zone for new data.
+ */
+static void alloc_write_failed(struct zfs *fs, struct zfs_head *head, int err)
+{
+	struct zm_zone *z = &fs->m.zones[head->zone];
+	struct zdev_zone rep;
+
+	zlog_err("%s: write to zone %u at 0x%" PRIx64 " failed: %s; the zone is retired",
+		 zdev_path(fs->dev), head->zone, z->wp, strerror(-err));
+	pthread_mutex_lock(&fs->alloc_lock);
+	if (zdev_report(fs->dev, head->zone, 1, &rep) == 1 &&
+	    rep.type == ZDEV_ZONE_SEQ && rep.cond != ZDEV_COND_FULL &&
+	    rep.wp >= z->start && rep.wp <= z->start + z->cap)
+		z->wp = rep.wp;
+	if (rep.cond == ZDEV_COND_READONLY || rep.cond == ZDEV_COND_OFFLINE) {
+		if (alloc_is_active(z) && fs->nr_active)
+			fs->nr_active--;
+		z->wp = z->start + z->cap;
+	} else {
+		alloc_finish(fs, z);
+	}
+	alloc_head_full(fs, head);
+	pthread_mutex_unlock(&fs->alloc_lock);
+}
+
+int alloc_head_write(struct zfs *fs, struct zfs_head *head, const void *buf,
+		     size_t len, uint64_t *addr, size_t *done)
+{
+	int ret = 0, tries = 0, failures = 0;
+	struct zm_zone *z;
+	size_t n;
+
+	pthread_mutex_lock(&head->lock);
+	for (;;) {
+		if (head->zone == ZF_NO_ZONE) {
+			ret = alloc_head_zone(fs, head);
+			if (ret)
+				goto out_unlock;
+		}
+		z = &fs->m.zones[head->zone];
+		n = (size_t)ZF_MIN((uint64_t)len, z->start + z->cap - z->wp);
+		n = ZF_MIN(n, (size_t)ZFS_CHUNK);
+		ret = zdev_write(fs->dev, buf, n, z->wp);
+		if (ret == -ETOOMANYREFS && ++tries < ALLOC_RETRY_OPEN) {
+			/* Every open slot busy: the device frees one soon. */
+			struct timespec ts = { 0, 1000000 };
+
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		if (ret) {
+			alloc_write_failed(fs, head, ret);
+			if (++failures < 2 && ret != -ENOSPC)
+				continue;
+			goto out_unlock;
+		}
+		break;
+	}
+	pthread_mutex_lock(&fs->alloc_lock);
+	*addr = z->wp;
+	*done = n;
+	z->wp += n;
+	z->mtime = zfs_now();
+	if (z->wp == z->start + z->cap) {
+		if (fs->nr_active)
+			fs->nr_active--;
+		alloc_head_full(fs, head);
+	}
+	pthread_mutex_unlock(&fs->alloc_lock);
+out_unlock:
+	pthread_mutex_unlock(&head->lock);
+	return ret;
+}
+
+struct zfs_head *alloc_private_head(struct zfs *fs)
+{
+	struct zfs_head *h;
+	uint32_t heads = 0;
+
+	pthread_mutex_lock(&fs->alloc_lock);
+	for (h = fs->heads; h; h = h->next)
+		heads++;
+	/*
+	 * Keep room for the shared head, the journal's zone and one zone
+	 * being finished: beyond that, large files share.
+	 */
+	if (fs->max_active && heads + 3 > fs->max_active) {
+		pthread_mutex_unlock(&fs->alloc_lock);
+		return NULL;
+	}
+	h = calloc(1, sizeof(*h));
+	if (h) {
+		pthread_mutex_init(&h->lock, NULL);
+		h->zone = ZF_NO_ZONE;
+		h->kind = ZFS_HEAD_PRIVATE;
+		h->next = fs->heads;
+		fs->heads = h;
+	}
+	pthread_mutex_unlock(&fs->alloc_lock);
+	return h;
+}
+
+/*
+ * A file is done with its own head. A zone nearly full is finished (its
+ * active slot is worth more than the space); otherwise it is parked for
+ * the shared head.
+ */
+void alloc_put_head(struct zfs *fs, struct zfs_head *head)
+{
+	struct zfs_head **pp;
+
+	pthread_mutex_lock(&head->lock);
+	pthread_mutex_lock(&fs->alloc_lock);
+	if (head->zone != ZF_NO_ZONE) {
+		struct zm_zone *z = &fs->m.zones[head->zone];
+
+		z->flags &= (uint8_t)~ZFS_ZF_HEAD;
+		if (!z->valid || z->start + z->cap - z->wp < z->cap / ALLOC_FINISH_DIV)
+			alloc_finish(fs, z);
+		else
+			z->flags |= ZFS_ZF_PARKED;
+	}
+	for (pp = &fs->heads; *pp != head; pp = &(*pp)->next)
+		;
+	*pp = head->next;
+	pthread_mutex_unlock(&fs->alloc_lock);
+	pthread_mutex_unlock(&head->lock);
+	pthread_mutex_destroy(&head->lock);
+	free(head);
+}
+
+/* ---- space --------------------------------------------------------------------- */
+
+int alloc_reserve(struct zfs *fs, uint64_t len)
+{
+	int tries = 0, ret = 0;
+
+	pthread_mutex_lock(&fs->alloc_lock);
+	for (;;) {
+		uint64_t avail = alloc_avail(fs, alloc_floor(fs));
+		struct timespec ts;
+
+		if (avail >= fs->reserved + len) {
+			fs->reserved += len;
+			break;
+		}
+		/*
+		 * Space may come back: dead zones whose freeing record is
+		 * not durable yet, data staged by others being written.
+		 * Commit and wait a little before saying ENOSPC.
+		 */
+		if (++tries > 50 || (!fs->nr_resetq && !fs->reserved)) {
+			ret = -ENOSPC;
+			break;
+		}
+		pthread_mutex_unlock(&fs->alloc_lock);
+		if (fs->nr_resetq)
+			jrnl_commit(fs->j, UINT64_MAX);
+		alloc_reclaim(fs);
+		pthread_mutex_lock(&fs->alloc_lock);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 20000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&fs->alloc_cv, &fs->alloc_lock, &ts);
+	}
+	pthread_mutex_unlock(&fs->alloc_lock);
+	return ret;
+}
+
+void alloc_unreserve(struct zfs *fs, uint64_t len)
+{
+	pthread_mutex_lock(&fs->alloc_lock);
+	fs->reserved -= ZF_MIN(len, fs->reserved);
+	pthread_cond_broadcast(&fs->alloc_cv);
+	pthread_mutex_unlock(&fs->alloc_lock);
+}
+
+void alloc_space(struct zfs *fs, uint64_t *capacity, uint64_t *free,
+		 uint64_t *used, uint64_t *reclaimable)
+{
+	uint64_t cap = 0, u = 0, dead = 0, avail;
+	uint32_t i, floor;
+
+	floor = alloc_floor(fs);
+	pthread_mutex_lock(&fs->alloc_lock);
+	for (i = 0; i < fs->m.nr_zones; i++) {
+		struct zm_zone *z = &fs->m.zones[i];
+
+		if (z->state == ZM_ZONE_BAD || z->state == ZM_ZONE_SUPER)
+			continue;
+		cap += z->cap;
+		/*
+		 * A chain zone is the journal's whole (its write pointer is
+		 * the committer's to know); data zones count their live bytes.
+		 */
+		if (z->state == ZM_ZONE_META)
+			u += z->cap;
+		else if (z->state == ZM_ZONE_DATA)
+			u += z->valid;
+		if (z->state == ZM_ZONE_DATA && !(z->flags & ZFS_ZF_HEAD))
+			dead += (z->wp - z->start) - ZF_MIN(z->valid, z->wp - z->start);
+	}
+	avail = alloc_avail(fs, floor);
+	*free = avail > fs->reserved ? avail - fs->reserved : 0;
+	pthread_mutex_unlock(&fs->alloc_lock);
+	/* The reserve is not capacity users can fill. */
+	*capacity = cap - ZF_MIN(cap, (uint64_t)floor * fs->m.zone_size);
+	*used = u;
+	*reclaimable = dead;
+}
+
+/* ---- reclaim ----------------------------------------------------------------- */
+
+/*
+ * Reset the queued dead zones whose freeing record is durable, and journal
+ * each reset. Zones a head still writes wait for the head to move on.
+ */
+int alloc_reclaim(struct zfs *fs)
+{
+	uint64_t durable;
+	uint32_t i, done = 0;
+	int ret = 0;
+
+	if (fs->rdonly || fs->error)
+		return 0;
+	durable = jrnl_durable_seq(fs->j);
+	pthread_rwlock_rdlock(&fs->meta_lock);
+	pthread_mutex_lock(&fs->alloc_lock);
+	for (i = 0; i < fs->nr_resetq;) {
+		uint32_t id = fs->resetq[i];
+		struct zm_zone *z = &fs->m.zones[id];
+		struct zf_rec_zone rec;
+
+		if (z->valid || (z->flags & ZFS_ZF_HEAD) ||
+		    z->state != ZM_ZONE_DATA) {
+			/* Live again (a head took it), or not ours: drop. */
+			if (z->valid || z->state != ZM_ZONE_DATA) {
+				z->flags &= (uint8_t)~ZFS_ZF_RESETQ;
+				fs->resetq[i] = fs->resetq[--fs->nr_resetq];
+				continue;
+			}
+			i++;
+			continue;
+		}
+		if (z->free_seq > durable) {
+			i++;
+			continue;
+		}
+		/*
+		 * The zone stays DATA (and off the queue) until the
+		 * ZONE_RESET record applies, so that no one writes into it
+		 * before that record is in the log.
+		 */
+		fs->resetq[i] = fs->resetq[--fs->nr_resetq];
+		ret = alloc_reset_locked(fs, id);
+		if (ret) {
+			zlog_err("%s: reset of zone %u failed: %s; the zone is retired",
+				 zdev_path(fs->dev), id, strerror(-ret));
+			z->state = ZM_ZONE_BAD;
+			z->flags = 0;
+			ret = 0;
+			continue;
+		}
+		rec.zone = htole32(id);
+		rec.reserved = 0;
+		rec.resets = htole64(z->resets);
+		pthread_mutex_unlock(&fs->alloc_lock);
+		ret = zfs_log(fs, ZF_REC_ZONE_RESET, &rec, sizeof(rec));
+		pthread_mutex_lock(&fs->alloc_lock);
+		z->flags = 0;
+		if (ret)
+			break;
+		done++;
+	}
+	pthread_cond_broadcast(&fs->alloc_cv);
+	pthread_mutex_unlock(&fs->alloc_lock);
+	pthread_rwlock_unlock(&fs->meta_lock);
+	return ret ? ret : (int)done;
+}
+
+/* ---- mount ------------------------------------------------------------------- */
+
+/* The file system's write pointer of a conventional data zone: its data. */
+static void alloc_conv_wps(struct zfs *fs)
+{
+	uint32_t i, k;
+
+	for (i = 0; i <= fs->m.imask; i++) {
+		struct zm_inode *in;
+
+		for (in = fs->m.itab[i]; in; in = in->hnext) {
+			if (!zm_is_reg(in))
+				continue;
+			for (k = 0; k < in->f.n_ext; k++) {
+				struct zm_extent *e = &in->f.ext[k];
+				struct zm_zone *z =
+					&fs->m.zones[zm_zone_of(&fs->m, e->addr)];
+				uint64_t end = ZF_ROUND_UP(e->addr + e->len,
+							   (uint64_t)fs->bs);
+
+				if (z->type == ZDEV_ZONE_CONV && end > z->wp)
+					z->wp = end;
+			}
+		}
+	}
+}
+
+/* Warn about extents the device's write pointers say never landed. */
+static void alloc_check_wps(struct zfs *fs)
+{
+	uint32_t i, k;
+
+	for (i = 0; i <= fs->m.imask; i++) {
+		struct zm_inode *in;
+
+		for (in = fs->m.itab[i]; in; in = in->hnext) {
+			if (!zm_is_reg(in))
+				continue;
+			for (k = 0; k < in->f.n_ext; k++) {
+				struct zm_extent *e = &in->f.ext[k];
+				uint32_t id = zm_zone_of(&fs->m, e->addr);
+				struct zm_zone *z = &fs->m.zones[id];
+
+				if (z->type == ZDEV_ZONE_SEQ &&
+				    e->addr + e->len > z->wp)
+					zlog_err("%s: inode %" PRIu64 ": extent at file offset %" PRIu64 " (zone %u) lies above the zone's write pointer: that data never reached the device; run fsck",
+						 zdev_path(fs->dev), in->ino,
+						 e->foff, id);
+			}
+		}
+	}
+}
+
+int alloc_init(struct zfs *fs)
+{
+	const struct zdev_geom *g = zdev_geom(fs->dev);
+	uint32_t i, chain[1024], nchain, tail = ZF_NO_ZONE;
+	struct zdev_zone *rep;
+
+	fs->resetq = calloc(fs->m.nr_zones, sizeof(*fs->resetq));
+	rep = calloc(fs->m.nr_zones, sizeof(*rep));
+	if (!fs->resetq || !rep) {
+		free(rep);
+		return -ENOMEM;
+	}
+	if (zdev_report(fs->dev, 0, fs->m.nr_zones, rep) != (int)fs->m.nr_zones)
+		memset(rep, 0, fs->m.nr_zones * sizeof(*rep));
+	fs->reserve_zones = le32toh(fs->sb.reserve_zones);
+	fs->max_active = g->max_active;
+	fs->small.zone = ZF_NO_ZONE;
+	fs->small.kind = ZFS_HEAD_SMALL;
+	pthread_mutex_init(&fs->small.lock, NULL);
+	nchain = jrnl_chain(fs->j, chain, ZF_ARRAY_SIZE(chain));
+	if (nchain)
+		tail = chain[nchain - 1];
+
+	alloc_conv_wps(fs);
+	if (!fs->rdonly)
+		alloc_check_wps(fs);
+	for (i = 0; i < fs->m.nr_zones; i++) {
+		struct zm_zone *z = &fs->m.zones[i];
+
+		/* The device's own count wins over a journal that lags by one. */
+		if (rep[i].resets != ZDEV_RESETS_UNKNOWN && rep[i].resets > z->resets)
+			z->resets = rep[i].resets;
+		if (z->state == ZM_ZONE_BAD)
+			continue;
+		if (z->state == ZM_ZONE_SUPER)
+			continue;
+		if (z->state == ZM_ZONE_META) {
+			/* Only the chain's last zone is still written. */
+			if (z->type == ZDEV_ZONE_SEQ && alloc_is_active(z)) {
+				fs->nr_active++;
+				if (i != tail && !fs->rdonly)
+					alloc_finish(fs, z);
+			}
+			continue;
+		}
+		if (z->valid) {
+			z->state = ZM_ZONE_DATA;
+			if (alloc_is_active(z)) {
+				fs->nr_active++;
+				z->flags |= ZFS_ZF_PARKED;
+			}
+			continue;
+		}
+		/* No live data: free, with a reset first if written. */
+		z->state = ZM_ZONE_FREE;
+		z->free_seq = 0;
+		if (z->wp != z->start && alloc_is_active(z) &&
+		    z->type == ZDEV_ZONE_SEQ)
+			fs->nr_active++;
+	}
+	free(rep);
+	/* Zones left active by the last session beyond our budget: finish. */
+	pthread_mutex_lock(&fs->alloc_lock);
+	while (!fs->rdonly && fs->max_active &&
+	       fs->nr_active + 3 > fs->max_active && alloc_finish_parked(fs))
+		;
+	pthread_mutex_unlock(&fs->alloc_lock);
+	fs->m.zone_dead = alloc_zone_dead;
+	fs->m.zone_dead_arg = fs;
+	return 0;
+}
+
+void alloc_destroy(struct zfs *fs)
+{
+	while (fs->heads) {
+		struct zfs_head *h = fs->heads;
+
+		fs->heads = h->next;
+		pthread_mutex_destroy(&h->lock);
+		free(h);
+	}
+	pthread_mutex_destroy(&fs->small.lock);
+	free(fs->resetq);
+	fs->resetq = NULL;
+}

@@ -1,0 +1,940 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The data path: writes are staged in DRAM chunks per file and written to
+ * zones by writeback threads; reads merge zones and staged data.
+ *
+ * Why stage at all: a zone takes writes only at its write pointer, one at a
+ * time. Staging turns whatever the kernel sends (1 MiB writes, sometimes
+ * out of order when several daemon threads serve one writer; small
+ * unaligned writes) into large, aligned, in-order appends, and lets
+ * write() return as soon as the bytes are copied: the device work happens
+ * on another thread.
+ *
+ * A chunk covers ZFS_CHUNK bytes of a file at an aligned offset. Writes
+ * fill it in any order; it is sealed when full, when its file is fsynced,
+ * when it sits idle past half a commit interval, or under memory pressure.
+ * Sealed chunks are written oldest first per file, so a later write to the
+ * same bytes always lands after an earlier one. Blocks a chunk only partly
+ * covers are completed from the file's current data on the device (the
+ * read-modify-write of a partial block), so every extent is block-aligned
+ * in the file and on the device.
+ *
+ * Ordering with the journal: the EXTENT record naming written data is
+ * appended only after the device write completed, and a commit flushes the
+ * device before it writes records: a record never names data that is not
+ * durable.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "zfs_i.h"
+#include "zonefuse/util.h"
+
+#define DATA_MAX_OPEN 16u   /* open chunks per file: the reorder window */
+#define DATA_MIN_ALLOC 4096u
+
+/* ---- chunks ------------------------------------------------------------------ */
+
+/* Add [s, e) to @c's filled ranges, merging. */
+static int chunk_fill(struct zfs_chunk *c, uint32_t s, uint32_t e)
+{
+	uint32_t i = 0, j;
+
+	while (i < c->nr && c->fill[i].e < s)
+		i++;
+	j = i;
+	while (j < c->nr && c->fill[j].s <= e) {
+		s = ZF_MIN(s, c->fill[j].s);
+		e = ZF_MAX(e, c->fill[j].e);
+		j++;
+	}
+	if (j == i) {
+		if (c->nr == c->cap) {
+			uint32_t ncap = c->cap ? c->cap * 2 : 4;
+			struct zfs_range *nf =
+				realloc(c->fill, ncap * sizeof(*nf));
+
+			if (!nf)
+				return -ENOMEM;
+			c->fill = nf;
+			c->cap = ncap;
+		}
+		memmove(&c->fill[i + 1], &c->fill[i],
+			(c->nr - i) * sizeof(*c->fill));
+		c->nr++;
+	} else if (j > i + 1) {
+		memmove(&c->fill[i + 1], &c->fill[j],
+			(c->nr - j) * sizeof(*c->fill));
+		c->nr -= j - i - 1;
+	}
+	c->fill[i].s = s;
+	c->fill[i].e = e;
+	return 0;
+}
+
+/* Bytes of whole blocks the filled ranges touch, up to @limit. */
+static uint64_t chunk_blocks(const struct zfs_chunk *c, uint32_t bs)
+{
+	uint64_t total = 0, last_end = 0;
+	uint32_t i;
+
+	for (i = 0; i < c->nr; i++) {
+		uint64_t s = ZF_ROUND_DOWN(c->fill[i].s, bs);
+		uint64_t e = ZF_ROUND_UP(ZF_MIN(c->fill[i].e, c->limit), bs);
+
+		if (c->fill[i].s >= c->limit)
+			break;
+		s = ZF_MAX(s, last_end);
+		if (e > s)
+			total += e - s;
+		last_end = ZF_MAX(last_end, e);
+	}
+	return total;
+}
+
+static bool chunk_full(const struct zfs_chunk *c)
+{
+	return c->nr == 1 && c->fill[0].s == 0 && c->fill[0].e == ZFS_CHUNK;
+}
+
+static void chunk_free(struct zfs_chunk *c)
+{
+	free(c->data);
+	free(c->fill);
+	free(c);
+}
+
+/* Grow @c's buffer to hold @need bytes (zeroed). Returns bytes added. */
+static int64_t chunk_grow(struct zfs *fs, struct zfs_chunk *c, uint32_t need)
+{
+	uint32_t n = c->alloc ? c->alloc : DATA_MIN_ALLOC;
+	char *nb;
+
+	if (need <= c->alloc)
+		return 0;
+	while (n < need)
+		n *= 2;
+	n = ZF_MIN(n, (uint32_t)ZFS_CHUNK);
+	nb = zdev_buf_alloc(fs->dev, n);
+	if (!nb)
+		return -ENOMEM;
+	if (c->alloc)
+		memcpy(nb, c->data, c->alloc);
+	memset(nb + c->alloc, 0, n - c->alloc);
+	free(c->data);
+	c->data = nb;
+	n -= c->alloc;
+	c->alloc += n;
+	return n;
+}
+
+/* ---- pins and the dirty list --------------------------------------------- */
+
+/*
+ * An inode with chunks is pinned (npin): it is not freed, even unlinked and
+ * closed, until its chunks are gone. Caller holds the rt lock exclusive
+ * (and meta_lock, either mode).
+ */
+static void data_pin(struct zfs_rt *rt)
+{
+	if (!rt->pinned) {
+		rt->pinned = true;
+		__atomic_add_fetch(&rt->inode->npin, 1, __ATOMIC_RELAXED);
+	}
+}
+
+/* Unpin if nothing is staged; true if the inode may now be freeable. */
+static bool data_unpin(struct zfs_rt *rt)
+{
+	if (!rt->pinned || rt->open || rt->wb_first)
+		return false;
+	rt->pinned = false;
+	__atomic_sub_fetch(&rt->inode->npin, 1, __ATOMIC_RELAXED);
+	return !rt->inode->nlink;
+}
+
+static void data_dirty_add(struct zfs *fs, struct zfs_rt *rt)
+{
+	pthread_mutex_lock(&fs->wb_lock);
+	if (!rt->dirty) {
+		rt->dirty = true;
+		rt->dirty_prev = NULL;
+		rt->dirty_next = fs->dirty;
+		if (fs->dirty)
+			fs->dirty->dirty_prev = rt;
+		fs->dirty = rt;
+	}
+	pthread_mutex_unlock(&fs->wb_lock);
+}
+
+/* Caller holds wb_lock. */
+static void data_dirty_del(struct zfs *fs, struct zfs_rt *rt)
+{
+	if (!rt->dirty)
+		return;
+	if (rt->dirty_prev)
+		rt->dirty_prev->dirty_next = rt->dirty_next;
+	else
+		fs->dirty = rt->dirty_next;
+	if (rt->dirty_next)
+		rt->dirty_next->dirty_prev = rt->dirty_prev;
+	rt->dirty = false;
+}
+
+/*
+ * Seal @c (an open chunk of @rt) and queue it for writeback. Caller holds
+ * the rt lock exclusive.
+ */
+static void data_seal(struct zfs *fs, struct zfs_rt *rt, struct zfs_chunk *c)
+{
+	struct zfs_chunk **pp = &rt->open;
+
+	while (*pp != c)
+		pp = &(*pp)->next;
+	*pp = c->next;
+	rt->nr_open--;
+	c->next = NULL;
+	if (rt->wb_last)
+		rt->wb_last->next = c;
+	else
+		rt->wb_first = c;
+	rt->wb_last = c;
+
+	pthread_mutex_lock(&fs->wb_lock);
+	fs->wb_pending++;
+	if (!rt->open)
+		data_dirty_del(fs, rt);
+	if (!rt->wb_queued && !rt->wb_busy) {
+		rt->wb_queued = true;
+		rt->wb_next = NULL;
+		if (fs->wb_tail)
+			fs->wb_tail->wb_next = rt;
+		else
+			fs->wb_queue = rt;
+		fs->wb_tail = rt;
+		pthread_cond_signal(&fs->wb_cv);
+	}
+	pthread_mutex_unlock(&fs->wb_lock);
+}
+
+static void data_seal_all(struct zfs *fs, struct zfs_rt *rt, uint64_t idle_ns)
+{
+	uint64_t now = zutil_now_mono_ns();
+	struct zfs_chunk *c = rt->open, *next;
+
+	for (; c; c = next) {
+		next = c->next;
+		if (!idle_ns || now - c->mtime_ns >= idle_ns)
+			data_seal(fs, rt, c);
+	}
+}
+
+/* ---- write ------------------------------------------------------------------- */
+
+static struct zfs_chunk *data_chunk_get(struct zfs *fs, struct zfs_rt *rt,
+					uint64_t foff)
+{
+	struct zfs_chunk **pp = &rt->open, *c;
+
+	while (*pp && (*pp)->foff < foff)
+		pp = &(*pp)->next;
+	if (*pp && (*pp)->foff == foff)
+		return *pp;
+	if (rt->nr_open >= DATA_MAX_OPEN) {
+		/* The window is full: the lowest chunk goes out as it is. */
+		data_seal(fs, rt, rt->open);
+		return data_chunk_get(fs, rt, foff);
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->foff = foff;
+	c->limit = ZFS_CHUNK;
+	c->next = *pp;
+	*pp = c;
+	rt->nr_open++;
+	data_pin(rt);
+	if (rt->nr_open == 1)
+		data_dirty_add(fs, rt);
+	return c;
+}
+
+ssize_t data_write(struct zfs *fs, struct zm_inode *in, const void *buf,
+		   size_t size, uint64_t off)
+{
+	struct zfs_rt *rt = in->rt;
+	const char *p = buf;
+	uint64_t pos = off, end = off + size, now = zutil_now_mono_ns();
+	int64_t grown = 0;
+
+	while (pos < end) {
+		uint64_t foff = ZF_ROUND_DOWN(pos, (uint64_t)ZFS_CHUNK);
+		uint32_t s = (uint32_t)(pos - foff);
+		uint32_t n = (uint32_t)ZF_MIN(end - pos, (uint64_t)(ZFS_CHUNK - s));
+		struct zfs_chunk *c = data_chunk_get(fs, rt, foff);
+		uint64_t before;
+		int64_t g;
+
+		if (!c)
+			return pos > off ? (ssize_t)(pos - off) : -ENOMEM;
+		g = chunk_grow(fs, c, s + n);
+		if (g < 0 || chunk_fill(c, s, s + n))
+			return pos > off ? (ssize_t)(pos - off) : -ENOMEM;
+		grown += g;
+		memcpy(c->data + s, p, n);
+		c->mtime_ns = now;
+		before = c->reserved;
+		c->reserved = chunk_blocks(c, fs->bs);
+		pthread_mutex_lock(&fs->alloc_lock);
+		fs->reserved += c->reserved - before;
+		pthread_mutex_unlock(&fs->alloc_lock);
+		if (chunk_full(c))
+			data_seal(fs, rt, c);
+		pos += n;
+		p += n;
+	}
+	if (grown) {
+		pthread_mutex_lock(&fs->wb_lock);
+		fs->staged += (uint64_t)grown;
+		pthread_mutex_unlock(&fs->wb_lock);
+	}
+	if (end > rt->vsize)
+		rt->vsize = end;
+	in->mtime = in->ctime = zfs_now();
+	return (ssize_t)size;
+}
+
+void data_truncate_staged(struct zfs *fs, struct zfs_rt *rt, uint64_t size)
+{
+	struct zfs_chunk *c, **pp;
+	uint64_t freed = 0, unres = 0;
+
+	/* Sealed chunks are immutable: lower their limit. */
+	for (c = rt->wb_first; c; c = c->next)
+		if (c->foff + c->limit > size)
+			c->limit = size > c->foff ? (uint32_t)(size - c->foff) : 0;
+	/* Open ones lose their ranges above the size. */
+	for (pp = &rt->open; (c = *pp);) {
+		uint32_t cut, i;
+
+		if (c->foff + ZFS_CHUNK <= size) {
+			pp = &c->next;
+			continue;
+		}
+		cut = size > c->foff ? (uint32_t)(size - c->foff) : 0;
+		for (i = 0; i < c->nr;) {
+			if (c->fill[i].s >= cut) {
+				c->nr = i;
+				break;
+			}
+			if (c->fill[i].e > cut)
+				c->fill[i].e = cut;
+			i++;
+		}
+		if (cut < c->alloc)
+			memset(c->data + cut, 0, c->alloc - cut);
+		unres += c->reserved;
+		c->reserved = chunk_blocks(c, fs->bs);
+		unres -= c->reserved;
+		if (!c->nr) {
+			*pp = c->next;
+			rt->nr_open--;
+			freed += c->alloc;
+			chunk_free(c);
+			continue;
+		}
+		pp = &c->next;
+	}
+	rt->vsize = size;
+	pthread_mutex_lock(&fs->wb_lock);
+	fs->staged -= ZF_MIN(freed, fs->staged);
+	if (!rt->open)
+		data_dirty_del(fs, rt);
+	pthread_cond_broadcast(&fs->stage_cv);
+	pthread_mutex_unlock(&fs->wb_lock);
+	if (unres)
+		alloc_unreserve(fs, unres);
+	/* The caller still holds the inode: it is not freed from here. */
+	data_unpin(rt);
+}
+
+void data_discard(struct zfs *fs, struct zfs_rt *rt)
+{
+	pthread_rwlock_wrlock(&rt->lock);
+	data_truncate_staged(fs, rt, 0);
+	pthread_rwlock_unlock(&rt->lock);
+}
+
+void data_throttle(struct zfs *fs)
+{
+	struct timespec ts;
+
+	pthread_mutex_lock(&fs->wb_lock);
+	if (fs->staged <= fs->opts.stage_bytes) {
+		pthread_mutex_unlock(&fs->wb_lock);
+		return;
+	}
+	pthread_mutex_unlock(&fs->wb_lock);
+	/* Over budget: push out what is open, oldest writers first. */
+	data_seal_idle(fs, 0);
+	pthread_mutex_lock(&fs->wb_lock);
+	while (fs->staged > fs->opts.stage_bytes && fs->wb_pending &&
+	       !fs->wb_stop) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&fs->stage_cv, &fs->wb_lock, &ts);
+	}
+	pthread_mutex_unlock(&fs->wb_lock);
+}
+
+/* ---- read --------------------------------------------------------------------- */
+
+/* Copy @c's filled bytes that fall in [off, off + size) into @buf. */
+static void data_overlay(const struct zfs_chunk *c, char *buf, uint64_t off,
+			 size_t size)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->nr; i++) {
+		uint64_t s = c->foff + c->fill[i].s;
+		uint64_t e = c->foff + ZF_MIN(c->fill[i].e, c->limit);
+
+		s = ZF_MAX(s, off);
+		e = ZF_MIN(e, off + size);
+		if (s < e)
+			memcpy(buf + (s - off), c->data + (s - c->foff),
+			       (size_t)(e - s));
+	}
+}
+
+/*
+ * Read [off, off + size) of @in's extents (device data) into @buf, zeros
+ * for holes. Caller holds the rt lock (shared or exclusive): the extents
+ * cannot change, nor their zones be reset, while it reads.
+ */
+static int data_read_extents(struct zfs *fs, struct zm_inode *in, char *buf,
+			     uint64_t off, size_t size)
+{
+	uint32_t bs = fs->bs, k = zm_extent_find(in, off), n = 0, i;
+	struct zdev_io ios[16];
+	uint64_t end = off + size;
+	char *bounce = NULL;
+	size_t blen = 0, bpos = 0;
+	int ret = 0;
+
+	memset(buf, 0, size);
+	/* Size the bounce buffer: each piece, widened to whole blocks. */
+	for (i = k; i < in->f.n_ext && in->f.ext[i].foff < end; i++) {
+		const struct zm_extent *e = &in->f.ext[i];
+		uint64_t s = ZF_MAX(e->foff, off);
+		uint64_t t = ZF_MIN(e->foff + e->len, end);
+		uint64_t a = e->addr + (s - e->foff);
+
+		blen += ZF_ROUND_UP(a + (t - s), bs) - ZF_ROUND_DOWN(a, bs);
+	}
+	if (!blen)
+		return 0;
+	bounce = zdev_buf_alloc(fs->dev, blen);
+	if (!bounce)
+		return -ENOMEM;
+	while (k < in->f.n_ext && in->f.ext[k].foff < end) {
+		/* Up to 16 pieces per batch, all in flight at once. */
+		uint32_t first = k;
+
+		n = 0;
+		for (; k < in->f.n_ext && in->f.ext[k].foff < end && n < 16;
+		     k++) {
+			const struct zm_extent *e = &in->f.ext[k];
+			uint64_t s = ZF_MAX(e->foff, off);
+			uint64_t t = ZF_MIN(e->foff + e->len, end);
+			uint64_t a = e->addr + (s - e->foff);
+			uint64_t as = ZF_ROUND_DOWN(a, bs);
+
+			ios[n].op = ZDEV_OP_READ;
+			ios[n].off = as;
+			ios[n].len = (size_t)(ZF_ROUND_UP(a + (t - s), bs) - as);
+			ios[n].buf = bounce + bpos;
+			bpos += ios[n].len;
+			n++;
+		}
+		ret = zdev_submit(fs->dev, ios, n);
+		if (ret)
+			break;
+		for (i = 0; i < n; i++) {
+			const struct zm_extent *e = &in->f.ext[first + i];
+			uint64_t s = ZF_MAX(e->foff, off);
+			uint64_t t = ZF_MIN(e->foff + e->len, end);
+			uint64_t a = e->addr + (s - e->foff);
+
+			memcpy(buf + (s - off),
+			       (char *)ios[i].buf + (a - ios[i].off),
+			       (size_t)(t - s));
+		}
+	}
+	free(bounce);
+	if (ret)
+		zlog_err("%s: read of inode %" PRIu64 " at %" PRIu64 " failed: %s",
+			 zdev_path(fs->dev), in->ino, off, strerror(-ret));
+	return ret;
+}
+
+ssize_t data_read(struct zfs *fs, struct zm_inode *in, void *buf, size_t size,
+		  uint64_t off)
+{
+	struct zfs_rt *rt = in->rt;
+	const struct zfs_chunk *c;
+	uint64_t vsize;
+	ssize_t ret;
+
+	pthread_rwlock_rdlock(&rt->lock);
+	vsize = data_vsize(in);
+	if (off >= vsize) {
+		ret = 0;
+		goto out_unlock;
+	}
+	size = (size_t)ZF_MIN((uint64_t)size, vsize - off);
+	ret = data_read_extents(fs, in, buf, off, size);
+	if (ret)
+		goto out_unlock;
+	/* Staged data is newer than the extents: sealed first, then open. */
+	for (c = rt->wb_first; c; c = c->next)
+		data_overlay(c, buf, off, size);
+	for (c = rt->open; c; c = c->next)
+		data_overlay(c, buf, off, size);
+	ret = (ssize_t)size;
+out_unlock:
+	pthread_rwlock_unlock(&rt->lock);
+	return ret;
+}
+
+/* ---- writeback ------------------------------------------------------------------ */
+
+struct data_piece {
+	uint64_t foff, addr, len;
+};
+
+/*
+ * Complete the partly filled blocks of [rs, re) (chunk offsets) from the
+ * file's current data, so the whole run can be written. Caller holds the
+ * rt lock shared.
+ */
+static int data_rmw(struct zfs *fs, struct zm_inode *in, struct zfs_chunk *c,
+		    uint32_t rs, uint32_t re)
+{
+	uint32_t i, covered = 0;
+	char *old;
+	int ret;
+
+	for (i = 0; i < c->nr; i++) {
+		uint32_t s = ZF_MAX(c->fill[i].s, rs);
+		uint32_t e = ZF_MIN(ZF_MIN(c->fill[i].e, c->limit), re);
+
+		if (s < e)
+			covered += e - s;
+	}
+	if (covered == re - rs)
+		return 0;
+	old = malloc(re - rs);
+	if (!old)
+		return -ENOMEM;
+	ret = data_read_extents(fs, in, old, c->foff + rs, re - rs);
+	if (!ret) {
+		/* Keep the filled bytes; take the rest from the old data. */
+		uint32_t pos = rs;
+
+		for (i = 0; i <= c->nr; i++) {
+			uint32_t s = i < c->nr ? ZF_MAX(c->fill[i].s, rs) : re;
+			uint32_t gap_end = ZF_MIN(s, re);
+
+			if (gap_end > pos)
+				memcpy(c->data + pos, old + (pos - rs),
+				       gap_end - pos);
+			if (i < c->nr)
+				pos = ZF_MAX(pos, ZF_MIN(c->fill[i].e, re));
+			if (pos >= re)
+				break;
+		}
+	}
+	free(old);
+	return ret;
+}
+
+/*
+ * Write chunk @c of @rt to zones. Fills @pieces (where each part landed)
+ * and returns how many, or an errno.
+ */
+static int data_write_chunk(struct zfs *fs, struct zfs_rt *rt,
+			    struct zfs_chunk *c, struct data_piece **piecesp,
+			    uint32_t *maxp)
+{
+	uint32_t bs = fs->bs, i = 0, np = 0;
+	struct data_piece *pieces = *piecesp;
+	struct zfs_head *head;
+	int ret = 0;
+
+	pthread_rwlock_wrlock(&rt->lock);
+	/* A file that writes whole chunks is large: give it its own zones. */
+	if (!rt->head && (chunk_full(c) || rt->flushed >= ZFS_CHUNK))
+		rt->head = alloc_private_head(fs);
+	head = rt->head ? rt->head : &fs->small;
+	pthread_rwlock_unlock(&rt->lock);
+
+	while (i < c->nr) {
+		uint32_t rs = ZF_ROUND_DOWN(c->fill[i].s, bs), re;
+
+		if (c->fill[i].s >= c->limit)
+			break;
+		re = ZF_ROUND_UP(ZF_MIN(c->fill[i].e, c->limit), bs);
+		/* Extend the run over ranges whose blocks touch it. */
+		while (++i < c->nr && c->fill[i].s < c->limit &&
+		       ZF_ROUND_DOWN(c->fill[i].s, bs) <= re)
+			re = ZF_MAX(re, (uint32_t)ZF_ROUND_UP(
+						ZF_MIN(c->fill[i].e, c->limit), bs));
+		re = ZF_MIN(re, c->alloc);
+
+		pthread_rwlock_rdlock(&rt->lock);
+		ret = data_rmw(fs, rt->inode, c, rs, re);
+		pthread_rwlock_unlock(&rt->lock);
+		if (ret)
+			return ret;
+		while (rs < re) {
+			uint64_t addr;
+			size_t done;
+
+			if (np == *maxp) {
+				uint32_t nmax = *maxp * 2;
+				struct data_piece *nps =
+					realloc(pieces, nmax * sizeof(*nps));
+
+				if (!nps)
+					return -ENOMEM;
+				pieces = *piecesp = nps;
+				*maxp = nmax;
+			}
+			ret = alloc_head_write(fs, head, c->data + rs, re - rs,
+					       &addr, &done);
+			if (ret)
+				return ret;
+			if (np && pieces[np - 1].foff + pieces[np - 1].len ==
+					  c->foff + rs &&
+			    pieces[np - 1].addr + pieces[np - 1].len == addr &&
+			    zm_zone_of(&fs->m, addr) ==
+				    zm_zone_of(&fs->m, pieces[np - 1].addr)) {
+				pieces[np - 1].len += done;
+			} else {
+				pieces[np].foff = c->foff + rs;
+				pieces[np].addr = addr;
+				pieces[np].len = done;
+				np++;
+			}
+			rs += (uint32_t)done;
+		}
+	}
+	return (int)np;
+}
+
+/*
+ * Journal where chunk @c landed and retire it. The pieces are clipped to
+ * the chunk's limit and the file's size now: a truncate that came while
+ * the chunk was being written wins.
+ */
+static void data_apply_chunk(struct zfs *fs, struct zfs_rt *rt,
+			     struct zfs_chunk *c, struct data_piece *pieces,
+			     int np)
+{
+	struct zm_inode *in = rt->inode;
+	bool freeable;
+	int i;
+
+	pthread_rwlock_rdlock(&fs->meta_lock);
+	pthread_rwlock_wrlock(&rt->lock);
+	for (i = 0; i < np; i++) {
+		struct zf_rec_extent rec;
+		uint64_t vsize = data_vsize(in);
+		uint64_t lim = ZF_MIN(c->foff + c->limit, vsize);
+		uint64_t len = pieces[i].len;
+
+		if (pieces[i].foff >= lim)
+			continue;
+		len = ZF_MIN(len, lim - pieces[i].foff);
+		rec.ino = htole64(in->ino);
+		rec.foff = htole64(pieces[i].foff);
+		rec.addr = htole64(pieces[i].addr);
+		rec.len = htole64(len);
+		rec.size = htole64(pieces[i].foff + len);
+		rec.mtime = (int64_t)htole64((uint64_t)in->mtime);
+		if (zfs_log(fs, ZF_REC_EXTENT, &rec, sizeof(rec)))
+			break;
+		rt->flushed += len;
+	}
+	/* Retire the chunk: it is the oldest sealed one. */
+	rt->wb_first = c->next;
+	if (!rt->wb_first)
+		rt->wb_last = NULL;
+	freeable = data_unpin(rt);
+	pthread_rwlock_unlock(&rt->lock);
+	pthread_rwlock_unlock(&fs->meta_lock);
+
+	alloc_unreserve(fs, c->reserved);
+	pthread_mutex_lock(&fs->wb_lock);
+	fs->staged -= ZF_MIN((uint64_t)c->alloc, fs->staged);
+	fs->wb_pending--;
+	pthread_cond_broadcast(&rt->wb_done);
+	pthread_cond_broadcast(&fs->stage_cv);
+	pthread_mutex_unlock(&fs->wb_lock);
+	chunk_free(c);
+
+	if (freeable) {
+		/* An unlinked file whose last data just went: free it. */
+		pthread_rwlock_wrlock(&fs->meta_lock);
+		if (zm_iget(&fs->m, rt->ino) == in)
+			zfs_inode_maybe_free(fs, in);
+		pthread_rwlock_unlock(&fs->meta_lock);
+	}
+}
+
+/* Write out everything sealed in @rt, oldest first. */
+static void data_wb_inode(struct zfs *fs, struct zfs_rt *rt,
+			  struct data_piece **pieces, uint32_t *max)
+{
+	for (;;) {
+		struct zfs_head *head = NULL;
+		struct zfs_chunk *c;
+		int np;
+
+		pthread_rwlock_wrlock(&rt->lock);
+		c = rt->wb_first;
+		if (!c) {
+			/* A closed file's head goes back once all is out. */
+			if (rt->put_head && !rt->open) {
+				head = rt->head;
+				rt->head = NULL;
+				rt->put_head = false;
+			}
+			/* Idle: scheduling state changes under both locks. */
+			pthread_mutex_lock(&fs->wb_lock);
+			rt->wb_busy = false;
+			pthread_cond_broadcast(&rt->wb_done);
+			pthread_mutex_unlock(&fs->wb_lock);
+			pthread_rwlock_unlock(&rt->lock);
+			if (head)
+				alloc_put_head(fs, head);
+			return;
+		}
+		pthread_rwlock_unlock(&rt->lock);
+		np = fs->error == -ESHUTDOWN ?
+			     -ESHUTDOWN :
+			     data_write_chunk(fs, rt, c, pieces, max);
+		if (np < 0) {
+			if (np != -ESHUTDOWN)
+				zlog_err("%s: writing data of inode %" PRIu64 " at offset %" PRIu64 " failed: %s; that data is lost",
+					 zdev_path(fs->dev), rt->ino, c->foff,
+					 strerror(-np));
+			pthread_rwlock_wrlock(&rt->lock);
+			rt->wb_error = np;
+			pthread_rwlock_unlock(&rt->lock);
+			np = 0;
+		}
+		data_apply_chunk(fs, rt, c, *pieces, np);
+	}
+}
+
+static void *data_wb_main(void *arg)
+{
+	struct zfs *fs = arg;
+	uint32_t max = 64;
+	struct data_piece *pieces = malloc(max * sizeof(*pieces));
+
+	if (!pieces) {
+		zlog_err("out of memory starting a writeback thread");
+		return NULL;
+	}
+	pthread_mutex_lock(&fs->wb_lock);
+	for (;;) {
+		struct zfs_rt *rt = fs->wb_queue;
+
+		if (!rt) {
+			if (fs->wb_stop)
+				break;
+			pthread_cond_wait(&fs->wb_cv, &fs->wb_lock);
+			continue;
+		}
+		fs->wb_queue = rt->wb_next;
+		if (!fs->wb_queue)
+			fs->wb_tail = NULL;
+		rt->wb_queued = false;
+		rt->wb_busy = true;
+		pthread_mutex_unlock(&fs->wb_lock);
+		data_wb_inode(fs, rt, &pieces, &max);
+		pthread_mutex_lock(&fs->wb_lock);
+	}
+	pthread_mutex_unlock(&fs->wb_lock);
+	free(pieces);
+	return NULL;
+}
+
+/* ---- flushing ---------------------------------------------------------------------- */
+
+int data_flush_inode(struct zfs *fs, struct zfs_rt *rt)
+{
+	int ret;
+
+	pthread_rwlock_wrlock(&rt->lock);
+	data_seal_all(fs, rt, 0);
+	pthread_rwlock_unlock(&rt->lock);
+	pthread_mutex_lock(&fs->wb_lock);
+	for (;;) {
+		bool pending;
+
+		pthread_mutex_unlock(&fs->wb_lock);
+		pthread_rwlock_rdlock(&rt->lock);
+		pending = rt->wb_first != NULL;
+		ret = rt->wb_error;
+		rt->wb_error = 0;
+		pthread_mutex_lock(&fs->wb_lock);
+		pthread_rwlock_unlock(&rt->lock);
+		if (!pending || fs->wb_stop)
+			break;
+		pthread_cond_wait(&rt->wb_done, &fs->wb_lock);
+	}
+	pthread_mutex_unlock(&fs->wb_lock);
+	return ret ? -EIO : 0;
+}
+
+void data_seal_idle(struct zfs *fs, uint64_t idle_ns)
+{
+	struct zfs_rt **list = NULL, *rt;
+	size_t n = 0, cap = 0, i;
+
+	/* meta_lock keeps every rt on the dirty list alive. */
+	pthread_rwlock_rdlock(&fs->meta_lock);
+	pthread_mutex_lock(&fs->wb_lock);
+	for (rt = fs->dirty; rt; rt = rt->dirty_next) {
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			struct zfs_rt **nl = realloc(list, ncap * sizeof(*nl));
+
+			if (!nl)
+				break;
+			list = nl;
+			cap = ncap;
+		}
+		list[n++] = rt;
+	}
+	pthread_mutex_unlock(&fs->wb_lock);
+	for (i = 0; i < n; i++) {
+		pthread_rwlock_wrlock(&list[i]->lock);
+		data_seal_all(fs, list[i], idle_ns);
+		pthread_rwlock_unlock(&list[i]->lock);
+	}
+	pthread_rwlock_unlock(&fs->meta_lock);
+	free(list);
+}
+
+int data_flush_all(struct zfs *fs)
+{
+	data_seal_idle(fs, 0);
+	pthread_mutex_lock(&fs->wb_lock);
+	while (fs->wb_pending && !fs->wb_stop)
+		pthread_cond_wait(&fs->stage_cv, &fs->wb_lock);
+	pthread_mutex_unlock(&fs->wb_lock);
+	return 0;
+}
+
+/* ---- heads and lifetime ------------------------------------------------------------- */
+
+void data_release_head(struct zfs *fs, struct zfs_rt *rt)
+{
+	struct zfs_head *head = NULL;
+
+	pthread_rwlock_wrlock(&rt->lock);
+	if (rt->head && !rt->open && !rt->wb_first) {
+		head = rt->head;
+		rt->head = NULL;
+	} else if (rt->head) {
+		/* Data still staged: the writeback gives it back when done. */
+		rt->put_head = true;
+	}
+	pthread_rwlock_unlock(&rt->lock);
+	if (head)
+		alloc_put_head(fs, head);
+}
+
+void data_rt_free(struct zfs *fs, struct zfs_rt *rt)
+{
+	struct zfs_chunk *c, *next;
+	uint64_t freed = 0, unres = 0;
+
+	pthread_mutex_lock(&fs->wb_lock);
+	data_dirty_del(fs, rt);
+	pthread_mutex_unlock(&fs->wb_lock);
+	for (c = rt->open; c; c = next) {
+		next = c->next;
+		freed += c->alloc;
+		unres += c->reserved;
+		chunk_free(c);
+	}
+	for (c = rt->wb_first; c; c = next) {
+		next = c->next;
+		freed += c->alloc;
+		unres += c->reserved;
+		chunk_free(c);
+	}
+	rt->open = rt->wb_first = rt->wb_last = NULL;
+	rt->nr_open = 0;
+	if (rt->pinned) {
+		rt->pinned = false;
+		__atomic_sub_fetch(&rt->inode->npin, 1, __ATOMIC_RELAXED);
+	}
+	if (rt->head) {
+		alloc_put_head(fs, rt->head);
+		rt->head = NULL;
+	}
+	pthread_mutex_lock(&fs->wb_lock);
+	fs->staged -= ZF_MIN(freed, fs->staged);
+	pthread_mutex_unlock(&fs->wb_lock);
+	if (unres)
+		alloc_unreserve(fs, unres);
+}
+
+int data_init(struct zfs *fs)
+{
+	uint32_t i;
+	int ret;
+
+	if (fs->rdonly)
+		return 0;
+	fs->nr_wb = fs->opts.wb_threads ? fs->opts.wb_threads : 2;
+	fs->wb_threads = calloc(fs->nr_wb, sizeof(*fs->wb_threads));
+	if (!fs->wb_threads)
+		return -ENOMEM;
+	for (i = 0; i < fs->nr_wb; i++) {
+		ret = pthread_create(&fs->wb_threads[i], NULL, data_wb_main, fs);
+		if (ret) {
+			fs->nr_wb = i;
+			data_stop(fs);
+			return -ret;
+		}
+	}
+	return 0;
+}
+
+void data_stop(struct zfs *fs)
+{
+	uint32_t i;
+
+	if (!fs->wb_threads)
+		return;
+	pthread_mutex_lock(&fs->wb_lock);
+	fs->wb_stop = true;
+	pthread_cond_broadcast(&fs->wb_cv);
+	pthread_cond_broadcast(&fs->stage_cv);
+	pthread_mutex_unlock(&fs->wb_lock);
+	for (i = 0; i < fs->nr_wb; i++)
+		pthread_join(fs->wb_threads[i], NULL);
+	free(fs->wb_threads);
+	fs->wb_threads = NULL;
+}

@@ -1,0 +1,394 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * fsck: replay the journal, then check every invariant the file system
+ * keeps, from scratch, against what the journal says and what the device's
+ * write pointers say.
+ *
+ * Repairs are made to the metadata in memory and then written as a new
+ * snapshot (one atomic step, like every snapshot): a crash during a repair
+ * leaves the old state. A repair never invents data: a link count is
+ * recounted from the entries, an inode nobody names is given a name in
+ * /lost+found, and an extent is dropped only where the device proves its
+ * data never landed (above the zone's write pointer).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zfs_i.h"
+#include "zonefuse/util.h"
+
+struct fsck {
+	struct zfs *fs;
+	bool repair;
+	void (*say)(void *arg, const char *line);
+	void *arg;
+	struct zfs_fsck_result *res;
+};
+
+__attribute__((format(printf, 3, 4))) static void
+fsck_problem(struct fsck *f, bool fixed, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n > 0 && (size_t)n < sizeof(line) - 16)
+		snprintf(line + n, sizeof(line) - (size_t)n, "%s",
+			 fixed ? " (fixed)" : f->repair ? " (not fixed)" : "");
+	f->res->errors++;
+	if (fixed)
+		f->res->fixed++;
+	if (f->say)
+		f->say(f->arg, line);
+}
+
+__attribute__((format(printf, 2, 3))) static void
+fsck_info(struct fsck *f, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (f->say)
+		f->say(f->arg, line);
+}
+
+/* Call @fn on every inode. */
+#define fsck_for_each_inode(m, in)                                            \
+	for (uint32_t b_ = 0; b_ <= (m)->imask; b_++)                          \
+		for (struct zm_inode *in = (m)->itab[b_], *n_ = NULL;           \
+		     in && ((n_ = in->hnext), 1); in = n_)
+
+/* Extents: inside a data zone, below its write pointer, under the size. */
+static void fsck_extents(struct fsck *f)
+{
+	struct zmeta *m = &f->fs->m;
+
+	fsck_for_each_inode(m, in)
+	{
+		uint32_t k;
+
+		if (!zm_is_reg(in))
+			continue;
+		for (k = 0; k < in->f.n_ext; k++) {
+			struct zm_extent *e = &in->f.ext[k];
+			uint32_t zid = zm_zone_of(m, e->addr);
+			struct zm_zone *z = &m->zones[zid];
+			uint64_t top = z->type == ZDEV_ZONE_SEQ ? z->wp :
+								   z->start + z->cap;
+
+			f->res->extents++;
+			if (e->addr + e->len > top) {
+				bool fixed = false;
+				uint64_t keep = e->addr < top ? top - e->addr : 0;
+
+				if (f->repair &&
+				    !zm_unmap(m, in, e->foff + keep,
+					      e->foff + e->len)) {
+					fixed = true;
+					k = zm_extent_find(in, e->foff + keep);
+					k = k ? k - 1 : 0;
+				}
+				fsck_problem(f, fixed,
+					     "inode %" PRIu64 ": %" PRIu64 " bytes at file offset %" PRIu64 " lie above zone %u's write pointer: that data never reached the device%s",
+					     in->ino, e->len - keep,
+					     e->foff + keep, zid,
+					     fixed ? "; dropped (the range reads as zeros)" : "");
+				continue;
+			}
+			if (e->foff + e->len > in->size) {
+				bool fixed = f->repair &&
+					     !zm_unmap(m, in, in->size,
+						       UINT64_MAX);
+
+				fsck_problem(f, fixed,
+					     "inode %" PRIu64 ": an extent reaches past the file size %" PRIu64,
+					     in->ino, in->size);
+				if (fixed)
+					break;
+			}
+		}
+	}
+}
+
+struct fsck_ext {
+	uint64_t addr, len, ino;
+};
+
+static int fsck_ext_cmp(const void *a, const void *b)
+{
+	const struct fsck_ext *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* No two live extents share device bytes; zone byte counts add up. */
+static void fsck_overlaps(struct fsck *f)
+{
+	struct zmeta *m = &f->fs->m;
+	struct fsck_ext *all = NULL;
+	uint64_t *valid;
+	size_t n = 0, cap = 0, i;
+
+	valid = calloc(m->nr_zones, sizeof(*valid));
+	if (!valid)
+		return;
+	fsck_for_each_inode(m, in)
+	{
+		uint32_t k;
+
+		if (!zm_is_reg(in))
+			continue;
+		for (k = 0; k < in->f.n_ext; k++) {
+			if (n == cap) {
+				size_t ncap = cap ? cap * 2 : 1024;
+				struct fsck_ext *na =
+					realloc(all, ncap * sizeof(*na));
+
+				if (!na)
+					goto out_free;
+				all = na;
+				cap = ncap;
+			}
+			all[n].addr = in->f.ext[k].addr;
+			all[n].len = in->f.ext[k].len;
+			all[n].ino = in->ino;
+			valid[zm_zone_of(m, all[n].addr)] += all[n].len;
+			n++;
+		}
+	}
+	qsort(all, n, sizeof(*all), fsck_ext_cmp);
+	for (i = 1; i < n; i++)
+		if (all[i - 1].addr + all[i - 1].len > all[i].addr)
+			fsck_problem(f, false,
+				     "inodes %" PRIu64 " and %" PRIu64 " both map device bytes at 0x%" PRIx64 ": one of them has the other's data",
+				     all[i - 1].ino, all[i].ino, all[i].addr);
+	for (i = 0; i < m->nr_zones; i++) {
+		struct zm_zone *z = &m->zones[i];
+
+		if (z->valid == valid[i])
+			continue;
+		fsck_problem(f, f->repair,
+			     "zone %zu: %" PRIu64 " live bytes counted, its extents hold %" PRIu64,
+			     i, z->valid, valid[i]);
+		if (f->repair)
+			z->valid = valid[i];
+	}
+out_free:
+	free(all);
+	free(valid);
+}
+
+/* Make (or find) /lost+found. */
+static struct zm_inode *fsck_lost_found(struct fsck *f)
+{
+	struct zmeta *m = &f->fs->m;
+	struct zm_inode *root = zm_iget(m, ZF_ROOT_INO);
+	struct zm_dent *e = zm_lookup(root, "lost+found", 10);
+	char buf[sizeof(struct zf_rec_create) + 10];
+	struct zf_rec_create *rec = (void *)buf;
+	int64_t now = zfs_now();
+	char why[128];
+
+	if (e) {
+		struct zm_inode *d = zm_iget(m, e->ino);
+
+		return d && zm_is_dir(d) ? d : NULL;
+	}
+	memset(buf, 0, sizeof(buf));
+	rec->parent = htole64(ZF_ROOT_INO);
+	rec->attr.ino = htole64(m->next_ino);
+	rec->attr.mode = htole32(0040700);
+	rec->attr.atime = rec->attr.mtime = rec->attr.ctime = rec->attr.btime =
+		(int64_t)htole64((uint64_t)now);
+	rec->name_len = htole16(10);
+	memcpy(rec + 1, "lost+found", 10);
+	if (zm_apply(m, ZF_REC_CREATE, rec, sizeof(buf), 0, why, sizeof(why)))
+		return NULL;
+	e = zm_lookup(root, "lost+found", 10);
+	return e ? zm_iget(m, e->ino) : NULL;
+}
+
+/*
+ * Reachability and directory structure: walk from the root; every inode
+ * must be reached, every directory exactly once and from its parent.
+ */
+static void fsck_tree(struct fsck *f)
+{
+	struct zmeta *m = &f->fs->m;
+	uint64_t *queue, head = 0, tail = 0;
+	struct zm_inode *lf = NULL;
+
+	queue = calloc(m->nr_inodes + 1, sizeof(*queue));
+	if (!queue)
+		return;
+	/*
+	 * The visit mark is kept in nlookup, which nothing uses offline.
+	 * (fsck runs on a mount no kernel sees.)
+	 */
+	fsck_for_each_inode(m, in) in->nlookup = 0;
+	queue[tail++] = ZF_ROOT_INO;
+	zm_iget(m, ZF_ROOT_INO)->nlookup = 1;
+	while (head < tail) {
+		struct zm_inode *dir = zm_iget(m, queue[head++]);
+		struct zm_dent *e;
+
+		f->res->dirs++;
+		for (e = zm_dir_next(dir, 0); e; e = zm_dir_next(dir, e->cookie)) {
+			struct zm_inode *c = zm_iget(m, e->ino);
+
+			if (!zm_is_dir(c))
+				continue;
+			if (c->nlookup) {
+				fsck_problem(f, false,
+					     "directory %" PRIu64 " has a second name '%s' in %" PRIu64,
+					     c->ino, e->name, dir->ino);
+				continue;
+			}
+			c->nlookup = 1;
+			if (c->parent != dir->ino) {
+				fsck_problem(f, f->repair,
+					     "directory %" PRIu64 " ('%s') records parent %" PRIu64 ", but lives in %" PRIu64,
+					     c->ino, e->name, c->parent, dir->ino);
+				if (f->repair)
+					c->parent = dir->ino;
+			}
+			if (tail <= m->nr_inodes)
+				queue[tail++] = c->ino;
+		}
+		for (e = zm_dir_next(dir, 0); e; e = zm_dir_next(dir, e->cookie))
+			zm_iget(m, e->ino)->nlookup = 1;
+	}
+	fsck_for_each_inode(m, in)
+	{
+		char name[32];
+
+		f->res->inodes++;
+		if (in->nlookup)
+			continue;
+		if (!f->repair) {
+			fsck_problem(f, false,
+				     "inode %" PRIu64 " (%s, %" PRIu64 " bytes) is not reachable from the root",
+				     in->ino, zm_is_dir(in) ? "directory" : "file",
+				     in->size);
+			continue;
+		}
+		if (!lf)
+			lf = fsck_lost_found(f);
+		snprintf(name, sizeof(name), "#%" PRIu64, in->ino);
+		if (lf && !zm_dent_add(lf, name, in->ino)) {
+			if (zm_is_dir(in))
+				in->parent = lf->ino;
+			fsck_problem(f, true,
+				     "inode %" PRIu64 " (%s, %" PRIu64 " bytes) was not reachable: now /lost+found/%s",
+				     in->ino, zm_is_dir(in) ? "directory" : "file",
+				     in->size, name);
+		} else {
+			fsck_problem(f, false,
+				     "inode %" PRIu64 " is not reachable and cannot be put in /lost+found",
+				     in->ino);
+		}
+	}
+	fsck_for_each_inode(m, in) in->nlookup = 0;
+	free(queue);
+}
+
+/* Link counts from the entries: files count names, directories 2 + subdirs. */
+static void fsck_links(struct fsck *f)
+{
+	struct zmeta *m = &f->fs->m;
+
+	fsck_for_each_inode(m, in) in->nlookup = 0;
+	fsck_for_each_inode(m, in)
+	{
+		struct zm_dent *e;
+
+		if (!zm_is_dir(in))
+			continue;
+		in->nlookup += 2;
+		for (e = zm_dir_next(in, 0); e; e = zm_dir_next(in, e->cookie)) {
+			struct zm_inode *c = zm_iget(m, e->ino);
+
+			if (zm_is_dir(c))
+				in->nlookup++;
+			else
+				c->nlookup++;
+		}
+	}
+	fsck_for_each_inode(m, in)
+	{
+		if (in->nlookup == in->nlink)
+			continue;
+		fsck_problem(f, f->repair,
+			     "inode %" PRIu64 ": link count %u, but %" PRIu64 " found",
+			     in->ino, in->nlink, in->nlookup);
+		if (f->repair)
+			in->nlink = (uint32_t)in->nlookup;
+	}
+	fsck_for_each_inode(m, in) in->nlookup = 0;
+}
+
+int zfs_fsck(const char *path, bool repair,
+	     void (*say)(void *arg, const char *line), void *arg,
+	     struct zfs_fsck_result *res, char *err, size_t errlen)
+{
+	struct zfs_opts o = { 0 };
+	struct fsck f = { .repair = repair, .say = say, .arg = arg, .res = res };
+	struct zfs *fs;
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	o.rdonly = !repair;
+	o.defer_threads = true;
+	o.salvage = repair;
+	ret = zfs_mount(path, &o, &fs, err, errlen);
+	if (ret)
+		return ret == -EUCLEAN ? ZFS_FSCK_UNFIXED : ZFS_FSCK_OPERROR;
+	f.fs = fs;
+	res->log_records = fs->replay.log_records;
+	res->clean_tail = fs->replay.clean;
+	snprintf(res->stop, sizeof(res->stop), "%s", fs->replay.stop);
+	if (fs->replay.salvaged)
+		fsck_problem(&f, true, "journal: %s", fs->replay.stop);
+	else if (!fs->replay.clean)
+		fsck_info(&f,
+			  "journal: not cleanly unmounted (normal after a crash): replay ended at: %s",
+			  fs->replay.stop);
+
+	/* Offline: nothing else touches the metadata. */
+	pthread_rwlock_wrlock(&fs->meta_lock);
+	fsck_extents(&f);
+	fsck_overlaps(&f);
+	fsck_tree(&f);
+	fsck_links(&f);
+	pthread_rwlock_unlock(&fs->meta_lock);
+
+	if (repair && res->fixed) {
+		ret = jrnl_roll(fs->j);
+		if (ret) {
+			zutil_err(err, errlen,
+				  "%s: writing the repaired metadata failed: %s",
+				  path, strerror(-ret));
+			zfs_crash(fs);
+			return ZFS_FSCK_OPERROR;
+		}
+	}
+	ret = zfs_unmount(fs);
+	if (ret) {
+		zutil_err(err, errlen, "%s: closing failed: %s", path,
+			  strerror(-ret));
+		return ZFS_FSCK_OPERROR;
+	}
+	if (!res->errors)
+		return ZFS_FSCK_OK;
+	return res->fixed == res->errors ? ZFS_FSCK_FIXED : ZFS_FSCK_UNFIXED;
+}

@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Inside the file system core: the state zfs.c (namespace, attributes),
+ * data.c (staging, writeback, reads) and alloc.c (zones, space, reclaim)
+ * share.
+ *
+ * Locks, in the order they are taken:
+ *
+ *   zfs.meta_lock (rwlock)   every metadata change holds it, shared for
+ *                            data-path changes (size, extents), exclusive
+ *                            for namespace changes; the journal's snapshot
+ *                            takes it exclusive, so no record is ever
+ *                            between zm_apply() and jrnl_append().
+ *   zfs_rt.lock (rwlock)     one inode's data: extents, size, times, staged
+ *                            chunks. Readers shared, writers exclusive.
+ *                            Several are taken in increasing ino order.
+ *   zfs.alloc_lock (mutex)   zone states, heads, free space, zone valid
+ *                            byte counts (zm_zone.valid), reclaim queue.
+ *   zfs_head.lock (mutex)    one write head: its zone's write pointer; held
+ *                            across the device write (one write per zone).
+ *   jrnl's lock, zdev's locks
+ *
+ *   zfs.wb_lock (mutex)      writeback queue and staging memory; taken with
+ *                            nothing above held, or under an rt lock.
+ *
+ * An inode's metadata fields (mode, uid, times, size) are changed with
+ * meta_lock held (either mode) and the inode's rt lock exclusive; they may
+ * be read with meta_lock exclusive, or with meta_lock shared and the rt
+ * lock held. Namespace fields (entries, nlink) need meta_lock exclusive to
+ * change and shared to read.
+ */
+#ifndef ZONEFUSE_ZFS_I_H
+#define ZONEFUSE_ZFS_I_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "zonefuse/jrnl.h"
+#include "zonefuse/meta.h"
+#include "zonefuse/zdev.h"
+#include "zonefuse/zfs.h"
+
+/*
+ * A staged chunk: up to ZFS_CHUNK bytes of one file at a chunk-aligned
+ * offset, filled by write() in any order, then sealed and written to a
+ * zone by a writeback thread.
+ */
+struct zfs_chunk {
+	struct zfs_chunk *next; /* in zfs_rt.open by foff, or the wb FIFO */
+	uint64_t foff;		/* file offset of data[0], ZFS_CHUNK-aligned */
+	char *data;		/* aligned buffer, zeroed where not filled */
+	uint32_t alloc;		/* bytes allocated at data */
+	/* Filled byte ranges [s, e) of data, sorted and merged. */
+	uint32_t nr, cap;
+	struct zfs_range {
+		uint32_t s, e;
+	} * fill;
+	/*
+	 * Bytes from foff still part of the file: a truncate below a sealed
+	 * chunk lowers it, and the chunk's data above it is not applied.
+	 */
+	uint32_t limit;
+	uint64_t reserved; /* space reserved for it (alloc_reserve) */
+	uint64_t mtime_ns; /* monotonic time of the last write into it */
+};
+
+/*
+ * Per-inode runtime state, from first open to last forget. Fields are
+ * protected by lock unless said otherwise.
+ */
+struct zfs_rt {
+	pthread_rwlock_t lock; /* see the lock order above */
+	struct zfs_chunk *open; /* chunks being filled, by foff */
+	uint32_t nr_open;
+	struct zfs_chunk *wb_first, *wb_last; /* sealed, oldest first */
+	uint64_t vsize;	      /* size with staged data (in->size is what
+				 records made durable-able) */
+	bool pinned;	      /* holds inode->npin: has chunks */
+	int wb_error;	      /* a writeback failed: reported by fsync */
+	bool put_head;	      /* give the head back once written out */
+	struct zfs_head *head; /* private write head, or NULL */
+	uint64_t flushed;     /* data bytes written to zones so far */
+	uint64_t ino;
+	struct zm_inode *inode;
+	/* Writeback scheduling: protected by zfs.wb_lock. */
+	bool wb_queued, wb_busy;
+	struct zfs_rt *wb_next;
+	pthread_cond_t wb_done; /* with zfs.wb_lock: a chunk was applied */
+	struct zfs_rt *dirty_next, *dirty_prev; /* zfs.dirty */
+	bool dirty;
+};
+
+enum zfs_head_kind {
+	ZFS_HEAD_SMALL,	  /* small files and tails, shared */
+	ZFS_HEAD_PRIVATE, /* one large file's own zones */
+};
+
+/* A write head: an open zone that data is appended to. */
+struct zfs_head {
+	pthread_mutex_t lock; /* held across the device write */
+	uint32_t zone;	      /* ZF_NO_ZONE: take one on the next write */
+	enum zfs_head_kind kind;
+	struct zfs_head *next; /* in zfs.heads, under alloc_lock */
+};
+
+/* Zone flags (zm_zone.flags), under alloc_lock. */
+#define ZFS_ZF_HEAD (1u << 0)	/* a head's current zone */
+#define ZFS_ZF_PARKED (1u << 1) /* partly written, no head: reusable */
+#define ZFS_ZF_RESETQ (1u << 2) /* queued for reset */
+
+struct zfs {
+	struct zdev *dev;
+	struct zf_super sb;
+	struct zmeta m;
+	struct jrnl *j;
+	struct zfs_opts opts;
+	uint32_t bs;
+	bool rdonly;
+
+	pthread_rwlock_t meta_lock;
+
+	/* Allocator state: protected by alloc_lock. */
+	pthread_mutex_t alloc_lock;
+	pthread_cond_t alloc_cv; /* a zone was reset or space freed */
+	struct zfs_head *heads;
+	struct zfs_head small;	/* the shared head */
+	uint32_t nr_active;	/* zones we hold open or closed */
+	uint32_t max_active;	/* what we allow ourselves */
+	uint32_t *resetq;	/* dead zones waiting for their reset */
+	uint32_t nr_resetq;
+	uint64_t reserved;	/* bytes staged, promised to writers */
+	uint32_t reserve_zones;
+
+	/* Writeback: protected by wb_lock. */
+	pthread_mutex_t wb_lock;
+	pthread_cond_t wb_cv;	   /* work queued, or stopping */
+	pthread_cond_t stage_cv;   /* staging memory freed */
+	struct zfs_rt *wb_queue, *wb_tail;
+	struct zfs_rt *dirty;	   /* inodes with open chunks, LRU */
+	uint64_t staged;	   /* bytes of chunk buffers */
+	uint64_t wb_pending;	   /* sealed chunks not yet applied */
+	bool wb_stop;
+	uint32_t nr_wb;
+	pthread_t *wb_threads;
+
+	/* Background: commit timer and reclaim. */
+	pthread_t bg_thread;
+	bool bg_started;
+	pthread_mutex_t bg_lock;
+	pthread_cond_t bg_cv;
+	bool bg_stop, bg_kick;
+
+	/* Counters since mount (added to the journaled lifetime ones). */
+	_Atomic uint64_t host_bytes;
+	uint64_t base_device_bytes; /* lifetime device bytes at mount */
+	uint64_t base_host_bytes;
+	uint64_t base_gc_bytes;
+	uint64_t base_meta_bytes;
+	_Atomic uint64_t gc_bytes;
+
+	struct jrnl_replay_info replay; /* how the mount's replay went */
+
+	/* The sticky error: a metadata write failed, we are read-only. */
+	_Atomic int error;
+};
+
+/* ---- zfs.c ---------------------------------------------------------------- */
+
+/*
+ * Apply a record and append it to the journal. The caller holds meta_lock
+ * and the locks the record's inodes need.
+ */
+int zfs_log(struct zfs *fs, uint16_t type, const void *rec, uint32_t len);
+/* Record the first metadata failure and turn read-only. */
+void zfs_fail(struct zfs *fs, int err, const char *what);
+int zfs_check_writable(struct zfs *fs);
+int64_t zfs_now(void);
+void zfs_fill_stat(struct zfs *fs, const struct zm_inode *in, struct stat *st);
+/* The inode's runtime state, created on first use (meta_lock held). */
+struct zfs_rt *zfs_rt_get(struct zfs *fs, struct zm_inode *in);
+/* Free an unlinked inode nobody uses any more (meta_lock exclusive). */
+void zfs_inode_maybe_free(struct zfs *fs, struct zm_inode *in);
+
+/* ---- data.c --------------------------------------------------------------- */
+
+int data_init(struct zfs *fs);
+/* Stop the writeback threads (after data_flush_all()). */
+void data_stop(struct zfs *fs);
+/* Seal every open chunk and wait until all data is applied. */
+int data_flush_all(struct zfs *fs);
+/* Same for one inode. */
+int data_flush_inode(struct zfs *fs, struct zfs_rt *rt);
+/* Seal chunks idle for more than @idle_ns (commit timer). */
+void data_seal_idle(struct zfs *fs, uint64_t idle_ns);
+ssize_t data_read(struct zfs *fs, struct zm_inode *in, void *buf, size_t size,
+		  uint64_t off);
+ssize_t data_write(struct zfs *fs, struct zm_inode *in, const void *buf,
+		   size_t size, uint64_t off);
+/*
+ * Drop staged data at or above @size (truncate). Caller holds the rt lock
+ * exclusive; waits for chunks being written first.
+ */
+void data_truncate_staged(struct zfs *fs, struct zfs_rt *rt, uint64_t size);
+/* Free staged data of an inode being freed (no writers left). */
+void data_rt_free(struct zfs *fs, struct zfs_rt *rt);
+/* The last close: give the private head back once data is written. */
+void data_release_head(struct zfs *fs, struct zfs_rt *rt);
+/*
+ * The file is gone for good (no link, no open file): drop its staged data
+ * instead of writing it. Caller holds meta_lock exclusive.
+ */
+void data_discard(struct zfs *fs, struct zfs_rt *rt);
+/* Wait until staged memory is under the budget (no lock held). */
+void data_throttle(struct zfs *fs);
+/* Size including staged data. Caller holds the rt lock (if rt). */
+static inline uint64_t data_vsize(const struct zm_inode *in)
+{
+	const struct zfs_rt *rt = in->rt;
+
+	return rt && rt->vsize > in->size ? rt->vsize : in->size;
+}
+
+/* ---- alloc.c -------------------------------------------------------------- */
+
+/* Classify zones after replay; reset dead ones. */
+int alloc_init(struct zfs *fs);
+void alloc_destroy(struct zfs *fs);
+/*
+ * Write @len bytes (aligned) from @buf through @head; may use several
+ * zones: *@done gets the bytes written (all but on error), *@addr where
+ * the first of them landed. Writes stop at a zone end: the caller calls
+ * again for the rest.
+ */
+int alloc_head_write(struct zfs *fs, struct zfs_head *head, const void *buf,
+		     size_t len, uint64_t *addr, size_t *done);
+struct zfs_head *alloc_private_head(struct zfs *fs);
+void alloc_put_head(struct zfs *fs, struct zfs_head *head);
+/* Reserve @len bytes of space for staged data: -ENOSPC when full. */
+int alloc_reserve(struct zfs *fs, uint64_t len);
+void alloc_unreserve(struct zfs *fs, uint64_t len);
+void alloc_zone_dead(void *arg, uint32_t zone, uint64_t seq);
+int alloc_reclaim(struct zfs *fs);
+void alloc_space(struct zfs *fs, uint64_t *capacity, uint64_t *free,
+		 uint64_t *used, uint64_t *reclaimable);
+extern const struct jrnl_cb alloc_jrnl_cb;
+
+#endif /* ZONEFUSE_ZFS_I_H */

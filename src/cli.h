@@ -17,6 +17,11 @@
 
 int cli_emu(int argc, char **argv);
 int cli_zones(int argc, char **argv);
+int cli_mkfs(int argc, char **argv);
+int cli_fsck(int argc, char **argv);
+int cli_stat(int argc, char **argv);
+int cli_dump(int argc, char **argv);
+int cli_mount(int argc, char **argv);
 
 /* "zonefuse CMD: " followed by the message, on stderr. */
 __attribute__((format(printf, 2, 3))) void cli_error(const char *cmd,

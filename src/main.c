@@ -2,6 +2,7 @@
 /*
  * zonefuse: the one binary. Subcommands dispatch to cli_*.c.
  */
+#include <libgen.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -14,6 +15,11 @@ static const struct {
 } cli_cmds[] = {
 	{ "emu", cli_emu, "create an emulated zoned device image" },
 	{ "zones", cli_zones, "report the zones of a device" },
+	{ "mkfs", cli_mkfs, "make a file system" },
+	{ "mount", cli_mount, "mount a file system" },
+	{ "fsck", cli_fsck, "check (and repair) a file system" },
+	{ "stat", cli_stat, "space, zones, write amplification, wear" },
+	{ "dump", cli_dump, "the namespace and each file's extents" },
 };
 
 static void usage(FILE *f)
@@ -27,8 +33,14 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	const char *prog = basename(argv[0]);
 	size_t i;
 
+	/* Installed as mkfs.zonefuse and fsck.zonefuse too. */
+	if (!strcmp(prog, "mkfs.zonefuse"))
+		return cli_mkfs(argc, argv);
+	if (!strcmp(prog, "fsck.zonefuse"))
+		return cli_fsck(argc, argv);
 	if (argc < 2) {
 		usage(stderr);
 		return CLI_EXIT_USAGE;
@@ -44,6 +56,9 @@ int main(int argc, char **argv)
 	for (i = 0; i < sizeof(cli_cmds) / sizeof(cli_cmds[0]); i++)
 		if (!strcmp(argv[1], cli_cmds[i].name))
 			return cli_cmds[i].fn(argc - 1, argv + 1);
+	/* mount.fuse3 runs "zonefuse DEVICE DIR -o OPTIONS". */
+	if (argc >= 3 && argv[1][0] != '-' && argv[2][0] != '-')
+		return cli_mount(argc, argv);
 	fprintf(stderr, "zonefuse: unknown command '%s'\n", argv[1]);
 	usage(stderr);
 	return CLI_EXIT_USAGE;

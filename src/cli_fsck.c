@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* zonefuse fsck DEVICE [--repair] [--json] */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "zonefuse/zfs.h"
+
+static void fsck_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: zonefuse fsck DEVICE [--repair] [--json]\n"
+		"Replay the journal and check every invariant of the file system.\n"
+		"\n"
+		"  --repair   fix what can be fixed without losing data that can be\n"
+		"             proven good, and say what was dropped\n"
+		"  --json     print the result as one JSON object\n"
+		"\n"
+		"Exit status as fsck(8): 0 clean, 1 errors fixed, 4 errors left,\n"
+		"8 the check could not run, 16 usage.\n");
+}
+
+struct fsck_out {
+	bool json;
+	unsigned int n;
+};
+
+static void fsck_say(void *arg, const char *line)
+{
+	struct fsck_out *o = arg;
+
+	if (o->json) {
+		printf("%s", o->n++ ? ", " : "");
+		cli_json_str(line);
+	} else {
+		printf("%s\n", line);
+	}
+}
+
+int cli_fsck(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "repair", no_argument, NULL, 'r' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct zfs_fsck_result res;
+	struct fsck_out out = { 0 };
+	bool repair = false;
+	char err[512] = "";
+	int c, ret;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "ryh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+		case 'y':
+			repair = true;
+			break;
+		case 'j':
+			out.json = true;
+			break;
+		case 'h':
+			fsck_usage(stdout);
+			return 0;
+		default:
+			fsck_usage(stderr);
+			return ZFS_FSCK_USAGE;
+		}
+	}
+	if (optind + 1 != argc) {
+		cli_error("fsck", "expected one DEVICE");
+		fsck_usage(stderr);
+		return ZFS_FSCK_USAGE;
+	}
+	if (out.json) {
+		printf("{\"device\": ");
+		cli_json_str(argv[optind]);
+		printf(", \"problems\": [");
+	}
+	ret = zfs_fsck(argv[optind], repair, fsck_say, &out, &res, err,
+		       sizeof(err));
+	if (out.json) {
+		printf("], \"errors\": %u, \"fixed\": %u, \"inodes\": %" PRIu64
+		       ", \"directories\": %" PRIu64 ", \"extents\": %" PRIu64
+		       ", \"log_records\": %" PRIu64 ", \"clean\": %s, \"exit\": %d",
+		       res.errors, res.fixed, res.inodes, res.dirs, res.extents,
+		       res.log_records, res.clean_tail ? "true" : "false", ret);
+		if (err[0]) {
+			printf(", \"error\": ");
+			cli_json_str(err);
+		}
+		printf("}\n");
+		return ret;
+	}
+	if (err[0])
+		cli_error("fsck", "%s", err);
+	if (ret == ZFS_FSCK_OPERROR)
+		return ret;
+	printf("%s: %" PRIu64 " inodes, %" PRIu64 " directories, %" PRIu64 " extents, %" PRIu64 " journal records replayed; ",
+	       argv[optind], res.inodes, res.dirs, res.extents,
+	       res.log_records);
+	if (!res.errors)
+		printf("clean\n");
+	else
+		printf("%u problems, %u fixed%s\n", res.errors, res.fixed,
+		       res.fixed < res.errors && !repair ?
+			       " (run with --repair to fix what can be)" :
+			       "");
+	return ret;
+}

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* zonefuse mkfs DEVICE [--force] [--label L] [--reserve PCT] */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "zonefuse/util.h"
+#include "zonefuse/zfs.h"
+
+static void mkfs_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: zonefuse mkfs DEVICE [--force] [--label LABEL] [--reserve PCT]\n"
+		"Make a zonefuse file system on a zoned block device or an emulator image.\n"
+		"\n"
+		"  --force          overwrite an existing zonefuse file system\n"
+		"  --label LABEL    a name, up to 63 bytes\n"
+		"  --reserve PCT    share of zones kept free for reclaim and the journal\n"
+		"                   (default 1%%, at least %u zones)\n",
+		ZFS_MIN_RESERVE);
+}
+
+struct mkfs_progress {
+	bool tty;
+	uint64_t start;
+	bool shown;
+};
+
+static void mkfs_progress(void *arg, uint32_t done, uint32_t total)
+{
+	struct mkfs_progress *p = arg;
+
+	/* Only on a terminal, and only once it has taken a second. */
+	if (!p->tty || zutil_now_mono_ns() - p->start < 1000000000ull)
+		return;
+	fprintf(stderr, "\rresetting zones: %u/%u", done, total);
+	p->shown = true;
+}
+
+int cli_mkfs(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "force", no_argument, NULL, 'f' },
+		{ "label", required_argument, NULL, 'L' },
+		{ "reserve", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct zfs_mkfs_opts o = { .reserve_pct = -1 };
+	struct mkfs_progress prog = { 0 };
+	struct zfs_mkfs_info info;
+	char err[512] = "", a[32], b[32], c[32];
+	uint32_t pct;
+	int opt, ret, i;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "fL:h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'f':
+			o.force = true;
+			break;
+		case 'L':
+			if (strlen(optarg) > 63) {
+				cli_error("mkfs", "--label: '%s' is longer than 63 bytes",
+					  optarg);
+				return CLI_EXIT_USAGE;
+			}
+			o.label = optarg;
+			break;
+		case 'r':
+			if (cli_u32_arg("mkfs", "--reserve", optarg, &pct))
+				return CLI_EXIT_USAGE;
+			if (pct > 50) {
+				cli_error("mkfs", "--reserve %u%%: keep it at 50%% or less",
+					  pct);
+				return CLI_EXIT_USAGE;
+			}
+			o.reserve_pct = (int)pct;
+			break;
+		case 'h':
+			mkfs_usage(stdout);
+			return 0;
+		default:
+			mkfs_usage(stderr);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind + 1 != argc) {
+		cli_error("mkfs", "expected one DEVICE");
+		mkfs_usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	prog.tty = isatty(STDERR_FILENO);
+	prog.start = zutil_now_mono_ns();
+	o.progress = mkfs_progress;
+	o.arg = &prog;
+	ret = zfs_mkfs(argv[optind], &o, &info, err, sizeof(err));
+	if (prog.shown)
+		fputc('\n', stderr);
+	if (ret) {
+		cli_error("mkfs", "%s", err[0] ? err : strerror(-ret));
+		return 1;
+	}
+	printf("%s: zonefuse file system made\n", argv[optind]);
+	printf("  uuid         ");
+	for (i = 0; i < 16; i++)
+		printf("%02x%s", info.uuid[i],
+		       i == 3 || i == 5 || i == 7 || i == 9 ? "-" : "");
+	printf("\n  label        %s\n", o.label ? o.label : "");
+	printf("  zones        %u of %s (capacity %s), %u conventional, block size %u\n",
+	       info.nr_zones, zutil_size_str(info.zone_size, a, sizeof(a)),
+	       zutil_size_str(info.zone_capacity, b, sizeof(b)), info.nr_conv,
+	       info.block_size);
+	printf("  superblocks  zones %u and %u\n", info.super_zone[0],
+	       info.super_zone[1]);
+	printf("  reserved     %u zones (kept free for reclaim and the journal)\n",
+	       info.reserve_zones);
+	printf("  usable       %s\n",
+	       zutil_size_str(info.usable_bytes, c, sizeof(c)));
+	return 0;
+}

@@ -40,7 +40,7 @@ Sizes are in MiB, as null_blk takes them.
   --conv N             conventional zones at the start (default 0)
   --bs BYTES           logical block size, 512 or 4096 (default 4096)
   --name NAME          configfs directory name (default: nullbN, the first free N;
-                       Linux 6.x names the disk after it: /dev/NAME)
+                       recent kernels name the disk after it: /dev/NAME)
 Exit status: 0 done, 1 failed, 2 bad usage, 77 cannot be done on this machine.
 EOF
 }
@@ -118,8 +118,8 @@ set_attr() {
 	fi
 }
 
-# The disk of configfs directory $1: since Linux 5.19 (?) it is named after
-# the directory, before that nullb<index>.
+# The disk of configfs directory $1: recent kernels (6.1 does) name it after
+# the directory, older ones nullb<index>.
 disk_of() {
 	if [ -e "/sys/block/${1##*/}" ]; then
 		echo "${1##*/}"

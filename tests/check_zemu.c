@@ -59,7 +59,7 @@ static void teardown(void)
 	tu_rmtree(tmpdir);
 }
 
-/* ---- helpers --------------------------------------------------------------- */
+/* ---- helpers ------------------------------------------------------------- */
 
 static struct zdev *open_img(unsigned int flags)
 {
@@ -192,7 +192,7 @@ static void seal_zone(uint32_t zone)
 	poke32(off + ZENT_CRC, crc32c(0, e, ZENT_CRC));
 }
 
-/* ---- creating ---------------------------------------------------------------- */
+/* ---- creating ------------------------------------------------------------ */
 
 START_TEST(test_check_params)
 {
@@ -200,9 +200,11 @@ START_TEST(test_check_params)
 		struct zemu_params p;
 		const char *why;
 	} bad[] = {
-		{ { .size = 16 << 20, .zone_size = 1 << 20, .block_size = 1024 },
+		{ { .size = 16 << 20, .zone_size = 1 << 20,
+		    .block_size = 1024 },
 		  "block size" },
-		{ { .size = 16 << 20, .zone_size = 1 << 20, .block_size = 8192 },
+		{ { .size = 16 << 20, .zone_size = 1 << 20,
+		    .block_size = 8192 },
 		  "block size" },
 		{ { .size = 16 << 20, .zone_size = (1 << 20) + 512,
 		    .block_size = 4096 },
@@ -231,7 +233,8 @@ START_TEST(test_check_params)
 	for (i = 0; i < ZF_ARRAY_SIZE(bad); i++) {
 		p = bad[i].p;
 		err[0] = '\0';
-		ck_assert_msg(zemu_check_params(&p, err, sizeof(err)) == -EINVAL,
+		ck_assert_msg(zemu_check_params(&p, err, sizeof(err)) ==
+				      -EINVAL,
 			      "case %u (%s) accepted", i, bad[i].why);
 		ck_assert_msg(strstr(err, bad[i].why),
 			      "case %u: message \"%s\" does not mention %s", i,
@@ -331,7 +334,7 @@ START_TEST(test_create_cleanup)
 }
 END_TEST
 
-/* ---- persistence --------------------------------------------------------------- */
+/* ---- persistence --------------------------------------------------------- */
 
 /*
  * Write pointers survive a flush and reopen; zones that were open come back
@@ -567,7 +570,7 @@ START_TEST(test_counters)
 }
 END_TEST
 
-/* ---- forced conditions ----------------------------------------------------------- */
+/* ---- forced conditions --------------------------------------------------- */
 
 START_TEST(test_set_cond)
 {
@@ -626,7 +629,7 @@ START_TEST(test_set_cond)
 }
 END_TEST
 
-/* ---- damaged images --------------------------------------------------------------- */
+/* ---- damaged images ------------------------------------------------------ */
 
 START_TEST(test_bad_random)
 {
@@ -805,9 +808,10 @@ START_TEST(test_bad_fuzz)
 
 		memcpy(cur, pristine, sizeof(cur));
 		for (j = 0; j < nr; j++) {
-			unsigned int off = table ?
-				TABLE_OFF + (unsigned int)rand() % (16 * ZENT_SIZE) :
-				(unsigned int)rand() % HDR_CRC;
+			unsigned int off = (unsigned int)rand();
+
+			off = table ? TABLE_OFF + off % (16 * ZENT_SIZE) :
+				      off % HDR_CRC;
 
 			cur[off] ^= (unsigned char)(1 + rand() % 255);
 		}
@@ -840,7 +844,7 @@ START_TEST(test_bad_fuzz)
 }
 END_TEST
 
-/* ---- locking and read-only ---------------------------------------------------------- */
+/* ---- locking and read-only ----------------------------------------------- */
 
 START_TEST(test_exclusive)
 {
@@ -906,7 +910,58 @@ START_TEST(test_rdonly)
 }
 END_TEST
 
-/* ---- threads --------------------------------------------------------------------------- */
+/*
+ * Where null_blk and NVMe ZNS (QEMU) answer differently, the emulator gives
+ * null_blk's answer, the stricter one in each case below (check_zdev only
+ * checks what both guarantee). Seen on Linux 6.1 null_blk and QEMU 7.2 ZNS.
+ */
+START_TEST(test_null_blk_rules)
+{
+	struct zemu_params p = base;
+	struct zdev *dev;
+	unsigned int i;
+
+	p.max_open = 2;
+	p.max_active = 3;
+	p.zone_capacity = 512 << 10;
+	tu_make_image(img, &p);
+	dev = open_img(0);
+	for (i = 0; i < 3; i++)
+		append(dev, i, 4096, 17);
+	ck_assert_uint_eq(rep(dev, 0).cond, ZDEV_COND_CLOSED);
+	/* Finishing an empty zone needs an active resource (ZNS: full). */
+	ck_assert_int_eq(zdev_finish(dev, 5), -EOVERFLOW);
+	/*
+	 * At both limits, a write to a closed zone does not close an
+	 * implicitly open one to make room (ZNS does, and writes).
+	 */
+	ck_assert_int_eq(write_pat(dev, (0 << 20) + 4096, 4096, 17),
+			 -ETOOMANYREFS);
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(zdev_reset(dev, i), 0);
+
+	/* Finishing a closed zone needs an open resource (ZNS: full). */
+	append(dev, 0, 4096, 17);
+	ck_assert_int_eq(zdev_zone_op(dev, ZDEV_OP_CLOSE, 0), 0);
+	ck_assert_int_eq(zdev_zone_op(dev, ZDEV_OP_OPEN, 1), 0);
+	ck_assert_int_eq(zdev_zone_op(dev, ZDEV_OP_OPEN, 2), 0);
+	ck_assert_int_eq(zdev_finish(dev, 0), -ETOOMANYREFS);
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(zdev_reset(dev, i), 0);
+
+	/* An unwritten zone, opened and closed, is empty (ZNS: closed). */
+	ck_assert_int_eq(zdev_zone_op(dev, ZDEV_OP_OPEN, 3), 0);
+	ck_assert_int_eq(zdev_zone_op(dev, ZDEV_OP_CLOSE, 3), 0);
+	expect_zone(dev, 3, ZDEV_COND_EMPTY, 0);
+
+	/* Written full, wp = start + capacity (ZNS: start + zone size). */
+	append(dev, 4, 512 << 10, 17);
+	expect_zone(dev, 4, ZDEV_COND_FULL, 512 << 10);
+	zdev_close(dev);
+}
+END_TEST
+
+/* ---- threads ------------------------------------------------------------- */
 
 struct writer {
 	struct zdev *dev;
@@ -1000,6 +1055,7 @@ static Suite *zemu_suite(void)
 	add(s, "bad_fuzz", test_bad_fuzz);
 	add(s, "exclusive", test_exclusive);
 	add(s, "rdonly", test_rdonly);
+	add(s, "null_blk_rules", test_null_blk_rules);
 	add(s, "threads", test_threads);
 	return s;
 }

@@ -8,10 +8,10 @@
  * in the same order. So the state after replay is, by construction, the
  * state the records describe.
  *
- * Size (x86-64): an inode is 168 bytes plus 16 per hash slot, a directory
- * entry 40 bytes plus its name plus 16 in its directory's tables, an extent
- * 24 bytes. A 1 GiB checkpoint file in 256 MiB zones: about 300 bytes in all.
- * Nothing is per block.
+ * Size (x86-64): an inode is 168 bytes plus 8-16 in the inode table, a
+ * directory entry 32 bytes plus its name plus 24-32 in its directory's
+ * tables, an extent 24 bytes. A 1 GiB checkpoint file in 256 MiB zones:
+ * about 350 bytes in all. Nothing is per block (docs/format.md).
  *
  * Locking: struct zmeta has none of its own; the file system core (zfs.c)
  * says which of its locks protects what.

@@ -1512,7 +1512,9 @@ int main(int argc, char **argv)
 	}
 	describe();
 	sr = srunner_create(zdev_suite());
+	tu_scratch_begin();
 	srunner_run_all(sr, CK_NORMAL);
+	tu_scratch_end();
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -1066,7 +1066,9 @@ int main(void)
 	int failed;
 
 	printf("check_zemu: emulator images: creation, persistence and the flush rule, counters, forced conditions, damaged images, locking\n");
+	tu_scratch_begin();
 	srunner_run_all(sr, CK_NORMAL);
+	tu_scratch_end();
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;

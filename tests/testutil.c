@@ -24,6 +24,22 @@ void tu_mkdtemp(char *dir, size_t len)
 	ck_assert_msg(mkdtemp(dir), "mkdtemp %s: %s", dir, strerror(errno));
 }
 
+static char tu_base[PATH_MAX];
+
+void tu_scratch_begin(void)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	snprintf(tu_base, sizeof(tu_base), "%s/zonefuse-test.XXXXXX", tmp);
+	if (!mkdtemp(tu_base) || setenv("TMPDIR", tu_base, 1)) {
+		fprintf(stderr, "cannot make a scratch directory in %s: %s\n",
+			tmp, strerror(errno));
+		exit(EXIT_FAILURE);
+	}
+}
+
 static int tu_rm_one(const char *path, const struct stat *st, int flag,
 		     struct FTW *ftw)
 {
@@ -37,6 +53,11 @@ void tu_rmtree(const char *dir)
 {
 	if (dir && *dir)
 		nftw(dir, tu_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+void tu_scratch_end(void)
+{
+	tu_rmtree(tu_base);
 }
 
 void tu_path(char *path, size_t len, const char *dir, const char *name)

@@ -24,6 +24,15 @@
 void tu_mkdtemp(char *dir, size_t len);
 void tu_rmtree(const char *dir);
 
+/*
+ * For main(), around srunner_run_all(): make one scratch directory and
+ * point $TMPDIR at it, so that the tests' directories go inside it; then
+ * remove it all. A failed test ends its process before its teardown, so
+ * this is what cleans up after it.
+ */
+void tu_scratch_begin(void);
+void tu_scratch_end(void);
+
 /* "@dir/@name" into @path. */
 void tu_path(char *path, size_t len, const char *dir, const char *name);
 

@@ -12,11 +12,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "zonefuse/util.h"
 
-int zdev_open(const char *path, unsigned int flags, struct zdev **devp,
-	      char *err, size_t errlen)
+/*
+ * `umount` of a FUSE mount returns before the daemon has finished writing
+ * and closed the device: a tool run right after it (fsck, mkfs, a new
+ * mount) would find the device busy. So a busy device is retried for a
+ * while before giving up.
+ */
+#define ZDEV_BUSY_WAIT_MS 5000
+#define ZDEV_BUSY_STEP_MS 50
+
+static int zdev_open_once(const char *path, unsigned int flags,
+			  struct zdev **devp, char *err, size_t errlen)
 {
 	struct stat st;
 
@@ -34,6 +44,21 @@ int zdev_open(const char *path, unsigned int flags, struct zdev **devp,
 		  "%s: neither a zoned block device nor an emulator image",
 		  path);
 	return -ENODEV;
+}
+
+int zdev_open(const char *path, unsigned int flags, struct zdev **devp,
+	      char *err, size_t errlen)
+{
+	struct timespec ts = { 0, ZDEV_BUSY_STEP_MS * 1000000l };
+	int waited, ret = 0;
+
+	for (waited = 0; waited <= ZDEV_BUSY_WAIT_MS; waited += ZDEV_BUSY_STEP_MS) {
+		ret = zdev_open_once(path, flags, devp, err, errlen);
+		if (ret != -EBUSY)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	return ret;
 }
 
 int zdev_init_common(struct zdev *dev, const struct zdev_ops *ops,

@@ -62,8 +62,11 @@ struct zdev_zone {
 	uint64_t start;	   /* first byte of the zone */
 	uint64_t len;	   /* zone size */
 	uint64_t capacity; /* writable bytes from start; <= len */
-	uint64_t wp;	   /* write pointer; start + len for conventional
-			      zones and after a finish, as the kernel reports */
+	uint64_t wp;	   /* write pointer. Meaningless unless the zone is
+			      empty, open or closed: conventional, finished,
+			      read-only and offline zones report start + len,
+			      a zone written full start + capacity (null_blk)
+			      or start + len (NVMe) */
 	uint64_t resets;   /* lifetime resets, or ZDEV_RESETS_UNKNOWN */
 	uint8_t type;	   /* enum zdev_zone_type */
 	uint8_t cond;	   /* enum zdev_zone_cond */
@@ -103,8 +106,10 @@ struct zdev;
 /*
  * Open the zoned device at @path. The backend is chosen by what @path is: a
  * block device goes to libzbd (it must be zoned: -ENOTBLK otherwise), a
- * regular file must be an emulator image (-EUCLEAN if its header is not a
- * valid one). @flags is a mask of enum zdev_open_flags.
+ * regular file must be an emulator image (-EMEDIUMTYPE if it is not one,
+ * -EUCLEAN if it is a damaged one, -ENOTSUP for an unknown version).
+ * @flags is a mask of enum zdev_open_flags. A device another process holds
+ * is waited for up to 5 s (a daemon finishing its unmount), then -EBUSY.
  * Returns 0 and sets *@devp, or a negative errno; the reason is also
  * written to @err (if not NULL, up to @errlen bytes) as one readable line.
  */
@@ -134,8 +139,9 @@ int zdev_report(struct zdev *dev, uint32_t first, uint32_t nr,
 
 /*
  * Read @len bytes at @off into @buf. @buf, @off and @len must be aligned to
- * the block size. The range may span zones. Bytes at or above a sequential
- * zone's write pointer read as zeros, as null_blk returns them.
+ * the block size. The range may span zones. What bytes at or above a
+ * sequential zone's write pointer read as is unspecified: zeros on the
+ * emulator and NVMe ZNS, 0xff on null_blk. Never rely on it.
  */
 int zdev_read(struct zdev *dev, void *buf, size_t len, uint64_t off);
 
@@ -144,6 +150,8 @@ int zdev_read(struct zdev *dev, void *buf, size_t len, uint64_t off);
  * sequential zone (any offset in a conventional zone). The write must not
  * cross the zone capacity. Same alignment rules as zdev_read(). On success
  * the data is in the device's volatile cache: zdev_flush() makes it durable.
+ * After a failure the write pointer may have moved (a partial write on a
+ * drive): report the zone before writing to it again.
  */
 int zdev_write(struct zdev *dev, const void *buf, size_t len, uint64_t off);
 

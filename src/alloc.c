@@ -303,29 +303,43 @@ const struct jrnl_cb alloc_jrnl_cb = {
 /* ---- heads ------------------------------------------------------------------ */
 
 /*
- * Give @head a zone: a parked one for the shared head (they are partly
- * written: sharing them costs nothing), else a fresh one.
+ * A parked zone @head may continue in: one its own placement group parked
+ * (files created in one directory are written and deleted together: a
+ * checkpoint), or, when no free zone is left, any. Caller: alloc_lock.
+ */
+static struct zm_zone *alloc_parked_for(struct zfs *fs, struct zfs_head *head,
+					bool any)
+{
+	uint32_t i;
+
+	for (i = 0; i < fs->m.nr_zones; i++) {
+		struct zm_zone *z = &fs->m.zones[i];
+
+		if (!(z->flags & ZFS_ZF_PARKED) || (z->flags & ZFS_ZF_RESETQ))
+			continue;
+		if (any || (head->kind == ZFS_HEAD_PRIVATE && head->group &&
+			    z->owner == head->group))
+			return z;
+	}
+	return NULL;
+}
+
+/*
+ * Give @head a zone: a parked zone of its group, else a fresh one (the
+ * shared head never takes a large file's parked zone: that would mix
+ * lifetimes and leave a deleted checkpoint's zone half alive).
  */
 static int alloc_head_zone(struct zfs *fs, struct zfs_head *head)
 {
-	uint32_t i, zone;
+	struct zm_zone *z;
+	uint32_t zone;
 	int ret, tries = 0;
 
 	pthread_mutex_lock(&fs->alloc_lock);
 	for (;;) {
-		if (head->kind == ZFS_HEAD_SMALL) {
-			for (i = 0; i < fs->m.nr_zones; i++) {
-				struct zm_zone *z = &fs->m.zones[i];
-
-				if ((z->flags & ZFS_ZF_PARKED) &&
-				    !(z->flags & ZFS_ZF_RESETQ)) {
-					z->flags = ZFS_ZF_HEAD;
-					head->zone = i;
-					pthread_mutex_unlock(&fs->alloc_lock);
-					return 0;
-				}
-			}
-		}
+		z = alloc_parked_for(fs, head, false);
+		if (z)
+			break;
 		ret = alloc_take_zone(fs, false, &zone);
 		if (ret != -EAGAIN || ++tries > 20)
 			break;
@@ -338,9 +352,16 @@ static int alloc_head_zone(struct zfs *fs, struct zfs_head *head)
 		alloc_reclaim(fs);
 		pthread_mutex_lock(&fs->alloc_lock);
 	}
-	if (ret == -EAGAIN || (ret == -EBUSY && head->kind == ZFS_HEAD_SMALL))
+	/* Out of free zones: any parked zone's space is better than ENOSPC. */
+	if (!z && (ret == -ENOSPC || ret == -EAGAIN || ret == -EBUSY))
+		z = alloc_parked_for(fs, head, true);
+	if (z) {
+		z->flags = ZFS_ZF_HEAD;
+		head->zone = alloc_zone_id(fs, z);
+		ret = 0;
+	} else if (ret == -EAGAIN || (ret == -EBUSY && head->kind == ZFS_HEAD_SMALL)) {
 		ret = -ENOSPC;
-	if (!ret) {
+	} else if (!ret) {
 		fs->m.zones[zone].flags = ZFS_ZF_HEAD;
 		head->zone = zone;
 	}
@@ -438,7 +459,7 @@ out_unlock:
 	return ret;
 }
 
-struct zfs_head *alloc_private_head(struct zfs *fs)
+struct zfs_head *alloc_private_head(struct zfs *fs, uint64_t group)
 {
 	struct zfs_head *h;
 	uint32_t heads = 0;
@@ -459,6 +480,7 @@ struct zfs_head *alloc_private_head(struct zfs *fs)
 		pthread_mutex_init(&h->lock, NULL);
 		h->zone = ZF_NO_ZONE;
 		h->kind = ZFS_HEAD_PRIVATE;
+		h->group = group;
 		h->next = fs->heads;
 		fs->heads = h;
 	}
@@ -468,8 +490,8 @@ struct zfs_head *alloc_private_head(struct zfs *fs)
 
 /*
  * A file is done with its own head. A zone nearly full is finished (its
- * active slot is worth more than the space); otherwise it is parked for
- * the shared head.
+ * active slot is worth more than the space); otherwise it is parked for the
+ * next large file of the same group.
  */
 void alloc_put_head(struct zfs *fs, struct zfs_head *head)
 {
@@ -481,10 +503,12 @@ void alloc_put_head(struct zfs *fs, struct zfs_head *head)
 		struct zm_zone *z = &fs->m.zones[head->zone];
 
 		z->flags &= (uint8_t)~ZFS_ZF_HEAD;
-		if (!z->valid || z->start + z->cap - z->wp < z->cap / ALLOC_FINISH_DIV)
+		if (!z->valid || z->start + z->cap - z->wp < z->cap / ALLOC_FINISH_DIV) {
 			alloc_finish(fs, z);
-		else
+		} else {
 			z->flags |= ZFS_ZF_PARKED;
+			z->owner = head->group;
+		}
 	}
 	for (pp = &fs->heads; *pp != head; pp = &(*pp)->next)
 		;

@@ -578,7 +578,7 @@ static int data_write_chunk(struct zfs *fs, struct zfs_rt *rt,
 	pthread_rwlock_wrlock(&rt->lock);
 	/* A file that writes whole chunks is large: give it its own zones. */
 	if (!rt->head && (chunk_full(c) || rt->flushed >= ZFS_CHUNK))
-		rt->head = alloc_private_head(fs);
+		rt->head = alloc_private_head(fs, rt->group);
 	head = rt->head ? rt->head : &fs->small;
 	pthread_rwlock_unlock(&rt->lock);
 

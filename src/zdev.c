@@ -22,7 +22,7 @@
  * mount) would find the device busy. So a busy device is retried for a
  * while before giving up.
  */
-#define ZDEV_BUSY_WAIT_MS 5000
+#define ZDEV_BUSY_WAIT_MS 30000
 #define ZDEV_BUSY_STEP_MS 50
 
 static int zdev_open_once(const char *path, unsigned int flags,
@@ -54,6 +54,8 @@ int zdev_open(const char *path, unsigned int flags, struct zdev **devp,
 
 	for (waited = 0; waited <= ZDEV_BUSY_WAIT_MS; waited += ZDEV_BUSY_STEP_MS) {
 		ret = zdev_open_once(path, flags, devp, err, errlen);
+		if (!ret && err && errlen)
+			err[0] = '\0'; /* an earlier try's "busy" */
 		if (ret != -EBUSY)
 			break;
 		nanosleep(&ts, NULL);

@@ -654,10 +654,15 @@ static int zfs_create_common(struct zfs *fs, const struct zfs_ctx *ctx,
 	ret = zfs_make(fs, ctx, dir, name, len, mode, rdev, target, &in);
 	if (ret)
 		goto out_unlock;
-	if (open && !zfs_rt_get(fs, in)) {
-		/* The file exists but cannot be opened: as open(2) would. */
-		ret = -ENOMEM;
-		goto out_unlock;
+	if (open) {
+		struct zfs_rt *rt = zfs_rt_get(fs, in);
+
+		if (!rt) {
+			/* The file exists but cannot be opened. */
+			ret = -ENOMEM;
+			goto out_unlock;
+		}
+		rt->group = parent;
 	}
 	__atomic_add_fetch(&in->nlookup, 1, __ATOMIC_RELAXED);
 	if (open)

@@ -79,6 +79,9 @@ struct zfs_rt {
 	int wb_error;	      /* a writeback failed: reported by fsync */
 	bool put_head;	      /* give the head back once written out */
 	struct zfs_head *head; /* private write head, or NULL */
+	uint64_t group;	      /* placement group: the directory the file was
+				 created in (files written together die
+				 together), 0 if unknown */
 	uint64_t flushed;     /* data bytes written to zones so far */
 	uint64_t ino;
 	struct zm_inode *inode;
@@ -100,12 +103,14 @@ struct zfs_head {
 	pthread_mutex_t lock; /* held across the device write */
 	uint32_t zone;	      /* ZF_NO_ZONE: take one on the next write */
 	enum zfs_head_kind kind;
+	uint64_t group;	      /* placement group (private heads) */
 	struct zfs_head *next; /* in zfs.heads, under alloc_lock */
 };
 
 /* Zone flags (zm_zone.flags), under alloc_lock. */
 #define ZFS_ZF_HEAD (1u << 0)	/* a head's current zone */
-#define ZFS_ZF_PARKED (1u << 1) /* partly written, no head: reusable */
+#define ZFS_ZF_PARKED (1u << 1) /* partly written, no head: reusable by
+				   its group (zm_zone.owner) */
 #define ZFS_ZF_RESETQ (1u << 2) /* queued for reset */
 
 struct zfs {
@@ -233,7 +238,7 @@ void alloc_destroy(struct zfs *fs);
  */
 int alloc_head_write(struct zfs *fs, struct zfs_head *head, const void *buf,
 		     size_t len, uint64_t *addr, size_t *done);
-struct zfs_head *alloc_private_head(struct zfs *fs);
+struct zfs_head *alloc_private_head(struct zfs *fs, uint64_t group);
 void alloc_put_head(struct zfs *fs, struct zfs_head *head);
 /* Reserve @len bytes of space for staged data: -ENOSPC when full. */
 int alloc_reserve(struct zfs *fs, uint64_t len);

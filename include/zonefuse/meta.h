@@ -112,6 +112,7 @@ struct zm_zone {
 	uint8_t state;	 /* enum zm_zone_state */
 	uint8_t cond;	 /* device condition at mount */
 	uint8_t flags;	 /* owned by the allocator */
+	uint64_t owner;	 /* allocator: the placement group of a parked zone */
 };
 
 struct zm_counters {

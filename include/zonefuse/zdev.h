@@ -109,7 +109,7 @@ struct zdev;
  * regular file must be an emulator image (-EMEDIUMTYPE if it is not one,
  * -EUCLEAN if it is a damaged one, -ENOTSUP for an unknown version).
  * @flags is a mask of enum zdev_open_flags. A device another process holds
- * is waited for up to 5 s (a daemon finishing its unmount), then -EBUSY.
+ * is waited for up to 30 s (a daemon finishing its unmount), then -EBUSY.
  * Returns 0 and sets *@devp, or a negative errno; the reason is also
  * written to @err (if not NULL, up to @errlen bytes) as one readable line.
  */

@@ -1,0 +1,33 @@
+#!/bin/bash
+# run.sh - the real-device suite, run inside the QEMU guest by
+# scripts/zoned-vm.sh (see scripts/test.sh): the device-layer conformance
+# tests and the end-to-end mount test on every zoned device the guest has
+# ($ZONEFUSE_NULLB, $ZONEFUSE_ZNS), or on the devices named as arguments.
+set -uo pipefail
+
+B=${ZONEFUSE_BUILD:-build}
+devs=("$@")
+[ ${#devs[@]} -gt 0 ] || devs=(${ZONEFUSE_NULLB:+"$ZONEFUSE_NULLB"} ${ZONEFUSE_ZNS:+"$ZONEFUSE_ZNS"})
+if [ ${#devs[@]} -eq 0 ]; then
+	echo "run.sh: no zoned device (set ZONEFUSE_NULLB/ZONEFUSE_ZNS or name one)"
+	exit 77
+fi
+failed=0
+for d in "${devs[@]}"; do
+	echo "== $d: $(cat "/sys/block/$(basename "$d")/queue/zoned") $(cat "/sys/block/$(basename "$d")/queue/logical_block_size")-byte blocks, max open $(cat "/sys/block/$(basename "$d")/queue/max_open_zones"), max active $(cat "/sys/block/$(basename "$d")/queue/max_active_zones")"
+	if ZONEFUSE_TEST_ZBD=$d "$B/tests/check_zdev" --real >"/tmp/zdev.log" 2>&1; then
+		echo "  device layer conformance: passed ($(grep -c '^SKIP' /tmp/zdev.log) skips)"
+	else
+		echo "  device layer conformance: FAILED"
+		tail -n 30 /tmp/zdev.log
+		failed=1
+	fi
+	if ZONEFUSE="$B/src/zonefuse" bash tests/real/mount.sh "$d" >/tmp/mount.log 2>&1; then
+		echo "  mount end to end: passed"
+	else
+		echo "  mount end to end: FAILED"
+		tail -n 30 /tmp/mount.log
+		failed=1
+	fi
+done
+exit $failed

@@ -160,6 +160,10 @@ say() { echo "zoned-vm: $*" >/dev/ttyS0; }
 fail() { say "setup failed: $*"; echo 125 >/run/zvm/status; exit 125; }
 for d in /tmp /var/tmp; do mount -t tmpfs -o mode=1777 tmpfs "$d"; done
 mkdir -p /dev/shm /dev/pts
+[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
+[ -e /dev/stdin ] || ln -s /proc/self/fd/0 /dev/stdin
+[ -e /dev/stdout ] || ln -s /proc/self/fd/1 /dev/stdout
+[ -e /dev/stderr ] || ln -s /proc/self/fd/2 /dev/stderr
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /var/cache 2>/dev/null

@@ -143,6 +143,8 @@ static int alloc_reset_locked(struct zfs *fs, uint32_t id)
 	bool active = alloc_is_active(z);
 	int ret = 0;
 
+	zlog_debug("zone %u: reset (wp +%" PRIu64 ", live %" PRIu64 ", flags 0x%x)",
+		   id, z->wp - z->start, z->valid, z->flags);
 	if (z->type == ZDEV_ZONE_SEQ && z->wp != z->start) {
 		pthread_mutex_unlock(&fs->alloc_lock);
 		ret = zdev_reset(fs->dev, id);
@@ -157,29 +159,43 @@ static int alloc_reset_locked(struct zfs *fs, uint32_t id)
 	return 0;
 }
 
-/* May we make one more zone active? @meta may use the last slot. */
-static bool alloc_active_ok(struct zfs *fs, bool meta)
-{
-	/* One slot is always the live super zone's. */
-	uint32_t limit;
+/*
+ * Who takes a zone, in order of precedence for the device's active zone
+ * slots: the journal's chain must never wait (its next zone is taken just
+ * before the previous one is finished), the shared head must always be able
+ * to go on, and large files get zones of their own only while a slot
+ * remains for both of them.
+ */
+enum alloc_kind { ALLOC_META, ALLOC_SMALL, ALLOC_PRIVATE };
 
-	if (!fs->max_active)
+/*
+ * May one more zone become active for @kind? Parked zones are finished to
+ * make room. One slot is always the live super zone's. alloc_lock held.
+ */
+static bool alloc_active_ok(struct zfs *fs, enum alloc_kind kind)
+{
+	/* The new zone, the super zone, and for a large file the slot kept
+	 * for the shared head. */
+	uint32_t need = kind == ALLOC_PRIVATE ? 3 : 2;
+
+	if (!fs->max_active || kind == ALLOC_META)
 		return true;
-	limit = fs->max_active - 1 - (meta ? 0 : 1);
-	while (fs->nr_active >= limit)
+	while (fs->nr_active + need > fs->max_active)
 		if (!alloc_finish_parked(fs))
 			return false;
 	return true;
 }
 
 /*
- * Take an empty zone for writing: the least-worn free zone. @meta allows
- * dipping into the reserve. Returns -ENOSPC when no zone is free (or only
- * zones whose freeing record is not durable yet: -EAGAIN), -EBUSY when the
- * active zone limit is reached. Caller holds alloc_lock.
+ * Take an empty zone for writing: the least-worn free zone. The journal
+ * may dip into the reserve. Returns -ENOSPC when no zone is free (-EAGAIN
+ * when the only free ones wait for their freeing record to be durable),
+ * -EBUSY when @kind may not take another active zone. alloc_lock held.
  */
-static int alloc_take_zone(struct zfs *fs, bool meta, uint32_t *zone)
+static int alloc_take_zone(struct zfs *fs, enum alloc_kind kind,
+			   uint32_t *zone)
 {
+	bool meta = kind == ALLOC_META;
 	uint32_t floor = meta ? 0 : alloc_floor(fs);
 
 	for (;;) {
@@ -203,7 +219,7 @@ static int alloc_take_zone(struct zfs *fs, bool meta, uint32_t *zone)
 		}
 		if (!best || nfree <= floor)
 			return waiting ? -EAGAIN : -ENOSPC;
-		if (!alloc_active_ok(fs, meta))
+		if (!alloc_active_ok(fs, kind))
 			return -EBUSY;
 		*zone = alloc_zone_id(fs, best);
 		best->state = meta ? ZM_ZONE_META : ZM_ZONE_DATA;
@@ -233,9 +249,9 @@ static int alloc_jrnl_zone(void *arg, uint32_t *zone)
 	int ret;
 
 	pthread_mutex_lock(&fs->alloc_lock);
-	ret = alloc_take_zone(fs, true, zone);
+	ret = alloc_take_zone(fs, ALLOC_META, zone);
 	pthread_mutex_unlock(&fs->alloc_lock);
-	return ret == -EBUSY || ret == -EAGAIN ? -ENOSPC : ret;
+	return ret == -EAGAIN ? -ENOSPC : ret;
 }
 
 /* The journal will not write @zone again: finish it (it stays META). */
@@ -331,39 +347,63 @@ static struct zm_zone *alloc_parked_for(struct zfs *fs, struct zfs_head *head,
  */
 static int alloc_head_zone(struct zfs *fs, struct zfs_head *head)
 {
+	enum alloc_kind kind = head->kind == ZFS_HEAD_SMALL ? ALLOC_SMALL :
+							      ALLOC_PRIVATE;
 	struct zm_zone *z;
 	uint32_t zone;
 	int ret, tries = 0;
 
 	pthread_mutex_lock(&fs->alloc_lock);
 	for (;;) {
+		struct timespec ts;
+
 		z = alloc_parked_for(fs, head, false);
 		if (z)
 			break;
-		ret = alloc_take_zone(fs, false, &zone);
-		if (ret != -EAGAIN || ++tries > 20)
+		ret = alloc_take_zone(fs, kind, &zone);
+		if (ret == -EAGAIN && ++tries <= 20) {
+			/*
+			 * Dead zones wait for their freeing record: commit
+			 * it, reset them, try again. No file system lock is
+			 * held here.
+			 */
+			pthread_mutex_unlock(&fs->alloc_lock);
+			jrnl_commit(fs->j, UINT64_MAX);
+			alloc_reclaim(fs);
+			pthread_mutex_lock(&fs->alloc_lock);
+			continue;
+		}
+		if (ret != -EBUSY || kind != ALLOC_SMALL || ++tries > 1000)
 			break;
 		/*
-		 * Dead zones wait for their freeing record: commit it, reset
-		 * them, try again. No file system lock is held here.
+		 * The shared head waits for an active slot: large files'
+		 * zones fill and give theirs back (a private head instead
+		 * falls back to the shared one: see data.c).
 		 */
-		pthread_mutex_unlock(&fs->alloc_lock);
-		jrnl_commit(fs->j, UINT64_MAX);
-		alloc_reclaim(fs);
-		pthread_mutex_lock(&fs->alloc_lock);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 10000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&fs->alloc_cv, &fs->alloc_lock, &ts);
 	}
 	/* Out of free zones: any parked zone's space is better than ENOSPC. */
-	if (!z && (ret == -ENOSPC || ret == -EAGAIN || ret == -EBUSY))
+	if (!z && (ret == -ENOSPC || ret == -EAGAIN))
 		z = alloc_parked_for(fs, head, true);
 	if (z) {
 		z->flags = ZFS_ZF_HEAD;
 		head->zone = alloc_zone_id(fs, z);
+		zlog_debug("zone %u: parked zone taken by a head of group %" PRIu64,
+			   head->zone, head->group);
 		ret = 0;
-	} else if (ret == -EAGAIN || (ret == -EBUSY && head->kind == ZFS_HEAD_SMALL)) {
+	} else if (ret == -EAGAIN) {
 		ret = -ENOSPC;
 	} else if (!ret) {
 		fs->m.zones[zone].flags = ZFS_ZF_HEAD;
 		head->zone = zone;
+		zlog_debug("zone %u: taken by a %s head", zone,
+			   head->kind == ZFS_HEAD_SMALL ? "shared" : "private");
 	}
 	pthread_mutex_unlock(&fs->alloc_lock);
 	return ret;
@@ -374,6 +414,7 @@ static void alloc_head_full(struct zfs *fs, struct zfs_head *head)
 {
 	struct zm_zone *z = &fs->m.zones[head->zone];
 
+	pthread_cond_broadcast(&fs->alloc_cv); /* an active slot is free */
 	z->flags &= (uint8_t)~ZFS_ZF_HEAD;
 	if (!z->valid && !(z->flags & ZFS_ZF_RESETQ)) {
 		z->flags |= ZFS_ZF_RESETQ;
@@ -383,23 +424,61 @@ static void alloc_head_full(struct zfs *fs, struct zfs_head *head)
 }
 
 /*
+ * Count again, from a zone report, the zones the device holds active: our
+ * count drifted if the device refused a write for a resource limit. The
+ * live super zone is not in nr_active. alloc_lock held.
+ */
+static void alloc_resync_active(struct zfs *fs)
+{
+	uint32_t i, n = 0;
+	struct zdev_zone *rep = calloc(fs->m.nr_zones, sizeof(*rep));
+
+	if (!rep)
+		return;
+	if (zdev_report(fs->dev, 0, fs->m.nr_zones, rep) == (int)fs->m.nr_zones) {
+		for (i = 0; i < fs->m.nr_zones; i++)
+			if (rep[i].type == ZDEV_ZONE_SEQ &&
+			    fs->m.zones[i].state != ZM_ZONE_SUPER &&
+			    (rep[i].cond == ZDEV_COND_IMP_OPEN ||
+			     rep[i].cond == ZDEV_COND_EXP_OPEN ||
+			     rep[i].cond == ZDEV_COND_CLOSED))
+				n++;
+		zlog_warn("%s: %u zones active on the device, %u counted: recounted",
+			  zdev_path(fs->dev), n, fs->nr_active);
+		fs->nr_active = n;
+	}
+	free(rep);
+}
+
+/*
  * After a failed write the device's write pointer may be anywhere (a
  * partial write, a drive that moved it): ask the device, believe it, and
- * stop using the zone for new data.
+ * stop using the zone for new data. A zone the device refused to open
+ * (a resource limit) was never written: it goes back to the free pool.
  */
 static void alloc_write_failed(struct zfs *fs, struct zfs_head *head, int err)
 {
 	struct zm_zone *z = &fs->m.zones[head->zone];
 	struct zdev_zone rep;
+	bool have = zdev_report(fs->dev, head->zone, 1, &rep) == 1;
 
+	pthread_mutex_lock(&fs->alloc_lock);
+	if ((err == -EOVERFLOW || err == -ETOOMANYREFS) && have &&
+	    rep.cond == ZDEV_COND_EMPTY && z->wp == z->start) {
+		z->state = ZM_ZONE_FREE;
+		z->flags = 0;
+		head->zone = ZF_NO_ZONE;
+		alloc_resync_active(fs);
+		pthread_mutex_unlock(&fs->alloc_lock);
+		return;
+	}
 	zlog_err("%s: write to zone %u at 0x%" PRIx64 " failed: %s; the zone is retired",
 		 zdev_path(fs->dev), head->zone, z->wp, strerror(-err));
-	pthread_mutex_lock(&fs->alloc_lock);
-	if (zdev_report(fs->dev, head->zone, 1, &rep) == 1 &&
-	    rep.type == ZDEV_ZONE_SEQ && rep.cond != ZDEV_COND_FULL &&
+	if (have && rep.type == ZDEV_ZONE_SEQ && rep.cond != ZDEV_COND_FULL &&
 	    rep.wp >= z->start && rep.wp <= z->start + z->cap)
 		z->wp = rep.wp;
-	if (rep.cond == ZDEV_COND_READONLY || rep.cond == ZDEV_COND_OFFLINE) {
+	if (have && (rep.cond == ZDEV_COND_READONLY ||
+		     rep.cond == ZDEV_COND_OFFLINE)) {
 		if (alloc_is_active(z) && fs->nr_active)
 			fs->nr_active--;
 		z->wp = z->start + z->cap;
@@ -437,7 +516,7 @@ int alloc_head_write(struct zfs *fs, struct zfs_head *head, const void *buf,
 		}
 		if (ret) {
 			alloc_write_failed(fs, head, ret);
-			if (++failures < 2 && ret != -ENOSPC)
+			if (++failures < 3 && ret != -ENOSPC)
 				continue;
 			goto out_unlock;
 		}
@@ -461,29 +540,17 @@ out_unlock:
 
 struct zfs_head *alloc_private_head(struct zfs *fs, uint64_t group)
 {
-	struct zfs_head *h;
-	uint32_t heads = 0;
+	struct zfs_head *h = calloc(1, sizeof(*h));
 
-	pthread_mutex_lock(&fs->alloc_lock);
-	for (h = fs->heads; h; h = h->next)
-		heads++;
-	/*
-	 * Keep room for the shared head, the journal's zone and one zone
-	 * being finished: beyond that, large files share.
-	 */
-	if (fs->max_active && heads + 3 > fs->max_active) {
-		pthread_mutex_unlock(&fs->alloc_lock);
+	if (!h)
 		return NULL;
-	}
-	h = calloc(1, sizeof(*h));
-	if (h) {
-		pthread_mutex_init(&h->lock, NULL);
-		h->zone = ZF_NO_ZONE;
-		h->kind = ZFS_HEAD_PRIVATE;
-		h->group = group;
-		h->next = fs->heads;
-		fs->heads = h;
-	}
+	pthread_mutex_init(&h->lock, NULL);
+	h->zone = ZF_NO_ZONE;
+	h->kind = ZFS_HEAD_PRIVATE;
+	h->group = group;
+	pthread_mutex_lock(&fs->alloc_lock);
+	h->next = fs->heads;
+	fs->heads = h;
 	pthread_mutex_unlock(&fs->alloc_lock);
 	return h;
 }
@@ -508,6 +575,8 @@ void alloc_put_head(struct zfs *fs, struct zfs_head *head)
 		} else {
 			z->flags |= ZFS_ZF_PARKED;
 			z->owner = head->group;
+			zlog_debug("zone %u: parked for group %" PRIu64,
+				   head->zone, head->group);
 		}
 	}
 	for (pp = &fs->heads; *pp != head; pp = &(*pp)->next)

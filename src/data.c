@@ -616,6 +616,11 @@ static int data_write_chunk(struct zfs *fs, struct zfs_rt *rt,
 			}
 			ret = alloc_head_write(fs, head, c->data + rs, re - rs,
 					       &addr, &done);
+			if (ret == -EBUSY && head != &fs->small) {
+				/* No active zone to spare: share, never fail. */
+				head = &fs->small;
+				continue;
+			}
 			if (ret)
 				return ret;
 			if (np && pieces[np - 1].foff + pieces[np - 1].len ==
@@ -646,7 +651,6 @@ static void data_apply_chunk(struct zfs *fs, struct zfs_rt *rt,
 			     int np)
 {
 	struct zm_inode *in = rt->inode;
-	bool freeable;
 	int i;
 
 	pthread_rwlock_rdlock(&fs->meta_lock);
@@ -674,7 +678,6 @@ static void data_apply_chunk(struct zfs *fs, struct zfs_rt *rt,
 	rt->wb_first = c->next;
 	if (!rt->wb_first)
 		rt->wb_last = NULL;
-	freeable = data_unpin(rt);
 	pthread_rwlock_unlock(&rt->lock);
 	pthread_rwlock_unlock(&fs->meta_lock);
 
@@ -686,11 +689,39 @@ static void data_apply_chunk(struct zfs *fs, struct zfs_rt *rt,
 	pthread_cond_broadcast(&fs->stage_cv);
 	pthread_mutex_unlock(&fs->wb_lock);
 	chunk_free(c);
+}
 
+/*
+ * The writeback is done with @rt: unpin the inode and let go. From the
+ * moment wb_busy is cleared others may free @rt, so it is not touched
+ * after; an unlinked file whose last data just went is freed here.
+ */
+static void data_wb_done(struct zfs *fs, struct zfs_rt *rt)
+{
+	struct zfs_head *head = NULL;
+	uint64_t ino = rt->ino;
+	bool freeable;
+
+	/* Caller holds rt->lock exclusive. */
+	if (rt->put_head && !rt->open) {
+		head = rt->head;
+		rt->head = NULL;
+		rt->put_head = false;
+	}
+	freeable = data_unpin(rt);
+	pthread_mutex_lock(&fs->wb_lock);
+	rt->wb_busy = false;
+	pthread_cond_broadcast(&rt->wb_done);
+	pthread_mutex_unlock(&fs->wb_lock);
+	pthread_rwlock_unlock(&rt->lock);
+	if (head)
+		alloc_put_head(fs, head);
 	if (freeable) {
-		/* An unlinked file whose last data just went: free it. */
+		struct zm_inode *in;
+
 		pthread_rwlock_wrlock(&fs->meta_lock);
-		if (zm_iget(&fs->m, rt->ino) == in)
+		in = zm_iget(&fs->m, ino);
+		if (in)
 			zfs_inode_maybe_free(fs, in);
 		pthread_rwlock_unlock(&fs->meta_lock);
 	}
@@ -701,27 +732,13 @@ static void data_wb_inode(struct zfs *fs, struct zfs_rt *rt,
 			  struct data_piece **pieces, uint32_t *max)
 {
 	for (;;) {
-		struct zfs_head *head = NULL;
 		struct zfs_chunk *c;
 		int np;
 
 		pthread_rwlock_wrlock(&rt->lock);
 		c = rt->wb_first;
 		if (!c) {
-			/* A closed file's head goes back once all is out. */
-			if (rt->put_head && !rt->open) {
-				head = rt->head;
-				rt->head = NULL;
-				rt->put_head = false;
-			}
-			/* Idle: scheduling state changes under both locks. */
-			pthread_mutex_lock(&fs->wb_lock);
-			rt->wb_busy = false;
-			pthread_cond_broadcast(&rt->wb_done);
-			pthread_mutex_unlock(&fs->wb_lock);
-			pthread_rwlock_unlock(&rt->lock);
-			if (head)
-				alloc_put_head(fs, head);
+			data_wb_done(fs, rt);
 			return;
 		}
 		pthread_rwlock_unlock(&rt->lock);

@@ -871,6 +871,17 @@ int jrnl_mkfs(struct zdev *dev, const struct jrnl_mkfs_params *p,
 		if (ret)
 			goto out_io;
 		z->wp = z->start + ZF_SB_UNIT;
+		/*
+		 * The second copy is only read: finish its zone, so that it
+		 * does not hold an active zone slot until the switch (which
+		 * resets it first).
+		 */
+		if (i == 1 && z->type == ZDEV_ZONE_SEQ) {
+			ret = zdev_finish(dev, le32toh(sb->super_zone[1]));
+			if (ret)
+				goto out_io;
+			z->wp = z->start + z->cap;
+		}
 	}
 	j->sz_cur = 0;
 	j->sz_wpos = m->zones[le32toh(sb->super_zone[0])].start + ZF_SB_UNIT;

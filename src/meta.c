@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "zonefuse/meta.h"
+#include "zonefuse/zdev.h"
 #include "zonefuse/util.h"
 
 #define ZM_S_IFMT 0170000u
@@ -1075,8 +1076,14 @@ static int zm_apply_zone(struct zmeta *m, uint16_t type, const void *p,
 	if (len != sizeof(*r) || le32toh(r->zone) >= m->nr_zones)
 		return zm_bad(why, wl, "ZONE record: bad zone");
 	z = &m->zones[le32toh(r->zone)];
+	/*
+	 * A sequential zone's write pointer is the device's to say: at replay
+	 * the zone may have been written again since the record. Only a
+	 * conventional zone's, which the file system keeps, follows records.
+	 */
 	if (type == ZF_REC_ZONE_FINISH) {
-		z->wp = z->start + z->cap;
+		if (z->type != ZDEV_ZONE_SEQ)
+			z->wp = z->start + z->cap;
 		return 0;
 	}
 	if (z->valid || z->state == ZM_ZONE_SUPER)
@@ -1084,7 +1091,8 @@ static int zm_apply_zone(struct zmeta *m, uint16_t type, const void *p,
 			      "ZONE_RESET of zone %u, which holds live data",
 			      le32toh(r->zone));
 	z->resets = le64toh(r->resets);
-	z->wp = z->start;
+	if (z->type != ZDEV_ZONE_SEQ)
+		z->wp = z->start;
 	if (z->state == ZM_ZONE_DATA)
 		z->state = ZM_ZONE_FREE;
 	return 0;

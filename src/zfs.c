@@ -405,6 +405,9 @@ static uint32_t zfs_kill_suid(const struct zfs_ctx *ctx, uint32_t mode)
 	return mode;
 }
 
+#define ZFS_TOUCH                                                            \
+	(ZFS_SET_ATIME | ZFS_SET_ATIME_NOW | ZFS_SET_MTIME | ZFS_SET_MTIME_NOW)
+
 static int zfs_setattr_check(const struct zfs_ctx *ctx, struct zm_inode *in,
 			     const struct stat *a, unsigned int set)
 {
@@ -417,19 +420,18 @@ static int zfs_setattr_check(const struct zfs_ctx *ctx, struct zm_inode *in,
 	if ((set & ZFS_SET_GID) && a->st_gid != in->gid && ctx && ctx->uid &&
 	    (ctx->uid != in->uid || !zfs_in_group(ctx, a->st_gid)))
 		return -EPERM;
-	if ((set & (ZFS_SET_ATIME | ZFS_SET_MTIME)) &&
-	    !((set & ZFS_SET_ATIME) ? (set & ZFS_SET_ATIME_NOW) : 1 &&
-	      (set & ZFS_SET_MTIME) ? (set & ZFS_SET_MTIME_NOW) : 1)) {
-		/* Explicit times: the owner only. */
-		if (!zfs_is_owner(ctx, in))
+	/*
+	 * Both times "now" (utimes(NULL), touch): the owner, or anyone who
+	 * may write. Anything else (an explicit time, or one time "now" and
+	 * the other left alone) is for the owner only, as the VFS rules it
+	 * (ATTR_TOUCH against ATTR_TIMES_SET in setattr_prepare).
+	 */
+	if ((set & (ZFS_SET_ATIME | ZFS_SET_MTIME)) && !zfs_is_owner(ctx, in)) {
+		if ((set & ZFS_TOUCH) != ZFS_TOUCH)
 			return -EPERM;
-	} else if (set & (ZFS_SET_ATIME | ZFS_SET_MTIME)) {
-		/* "now": the owner, or anyone who may write. */
-		if (!zfs_is_owner(ctx, in)) {
-			ret = zfs_perm(ctx, in, W_OK);
-			if (ret)
-				return ret;
-		}
+		ret = zfs_perm(ctx, in, W_OK);
+		if (ret)
+			return ret;
 	}
 	if (set & ZFS_SET_SIZE) {
 		if (zm_is_dir(in))

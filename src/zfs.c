@@ -1426,6 +1426,7 @@ int zfs_readdir(struct zfs *fs, uint64_t ino, off_t off, bool plus,
 	struct zm_inode *dir, *in;
 	struct zm_dent *e;
 	struct stat st;
+	bool first = off < 1;
 	int ret;
 
 	pthread_rwlock_rdlock(&fs->meta_lock);
@@ -1469,6 +1470,17 @@ int zfs_readdir(struct zfs *fs, uint64_t ino, off_t off, bool plus,
 	}
 out_unlock:
 	pthread_rwlock_unlock(&fs->meta_lock);
+	/*
+	 * Listing a directory reads it: atime as ext4 keeps it (relatime),
+	 * once per listing (its first chunk), not per getdents call.
+	 */
+	if (!ret && first) {
+		pthread_rwlock_wrlock(&fs->meta_lock);
+		dir = zm_iget(&fs->m, ino);
+		if (dir && zm_is_dir(dir))
+			zfs_touch_atime(fs, dir);
+		pthread_rwlock_unlock(&fs->meta_lock);
+	}
 	return ret;
 }
 

@@ -229,10 +229,11 @@ def expect_errno(err, fn, *args, **kw):
     raise AssertionError(f"{fn.__name__}{args} succeeded, expected {errno.errorcode[err]}")
 
 
-def run_tests(tests):
+def run_tests(tests, picked=None):
     """Run each test (name, fn); a failure is reported and the rest go on.
-    Arguments on the command line pick tests by name."""
-    picked = sys.argv[1:]
+    picked (default: the command line's arguments) picks tests by name."""
+    if picked is None:
+        picked = sys.argv[1:]
     failed = []
     for name, fn in tests:
         if picked and name not in picked:

@@ -60,26 +60,34 @@ e2e_check()
 # "$E2E_WORK/" matches every daemon of this test).
 e2e_daemon_pids()
 {
-	local p args state
+	local f pid args state
 
-	for p in /proc/[0-9]*; do
-		[ "${p#/proc/}" = "$$" ] && continue
-		args=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue
+	# grep reads every cmdline in one process: a loop of forks is slow.
+	while read -r f; do
+		pid=${f#/proc/}
+		pid=${pid%/cmdline}
+		[ "$pid" = "$$" ] && continue
+		args=$(tr '\0' ' ' 2>/dev/null <"$f") || continue
+		# argv[0] is the binary: zonefuse, or a path ending in it.
+		case "${args%% *}" in
+		zonefuse | */zonefuse) ;;
+		*) continue ;;
+		esac
 		case "$1" in
 		*/) case "$args" in
-			*zonefuse*" $1"*) ;;
+			*" $1"*) ;;
 			*) continue ;;
 			esac ;;
 		*) case "$args" in
-			*zonefuse*" $1 "*) ;;
+			*" $1 "*) ;;
 			*) continue ;;
 			esac ;;
 		esac
-		state=$(awk '{print $3}' 2>/dev/null <"$p/stat") || continue
+		read -r _ _ state _ 2>/dev/null <"/proc/$pid/stat" || continue
 		# A zombie has finished: its reaper is not ours to wait for.
 		[ "$state" = Z ] && continue
-		printf '%s\n' "${p#/proc/}"
-	done
+		printf '%s\n' "$pid"
+	done < <(grep -alF -- "$1" /proc/[0-9]*/cmdline 2>/dev/null)
 }
 
 # Wait up to $2 seconds (default 60) for every daemon on image $1 to exit.

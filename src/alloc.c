@@ -40,41 +40,119 @@ static bool alloc_is_active(const struct zm_zone *z)
 	return z->wp > z->start && z->wp < z->start + z->cap;
 }
 
-/* Zones kept free for the journal (and reclaim): never given to data. */
+static void alloc_finish(struct zfs *fs, struct zm_zone *z);
+
+/*
+ * Zones kept free, never given to new data: the reserve (reclaim writes
+ * there while it empties a zone, the journal grows there), plus room for
+ * the journal's next snapshot, which is written before the old chain is
+ * released.
+ */
 static uint32_t alloc_floor(struct zfs *fs)
 {
+	uint64_t cap = fs->m.zones[le32toh(fs->sb.super_zone[0])].cap;
 	struct jrnl_stats st;
 
 	jrnl_get_stats(fs->j, &st);
-	return ZF_MAX(fs->reserve_zones, 2 * st.chain_zones + 2);
+	return fs->reserve_zones +
+	       (uint32_t)ZF_DIV_ROUND_UP(st.snap_bytes + 1, cap);
 }
 
 /*
- * Bytes new data can still take: free zones and what is left in the
- * zones we write, minus the reserve. Caller holds alloc_lock.
+ * Bytes new data can still take: the capacity of the zones data may use,
+ * less the reserve, less the live data. Dead bytes count as available:
+ * reclaim turns them back into free zones when writers need them (a zone
+ * whose data is all dead needs only a reset). Caller holds alloc_lock.
  */
 static uint64_t alloc_avail(struct zfs *fs, uint32_t floor)
 {
-	uint64_t free_zones = 0, cap = 0, rest = 0;
+	uint64_t cap = 0, live = 0, zcap = 0;
 	uint32_t i;
 
 	for (i = 0; i < fs->m.nr_zones; i++) {
 		struct zm_zone *z = &fs->m.zones[i];
 
+		if (z->state != ZM_ZONE_FREE && z->state != ZM_ZONE_DATA)
+			continue;
+		cap += z->cap;
+		live += z->valid;
+		zcap = ZF_MAX(zcap, z->cap);
+	}
+	cap -= ZF_MIN(cap, (uint64_t)floor * zcap);
+	return cap > live ? cap - live : 0;
+}
+
+uint32_t alloc_free_zones(struct zfs *fs, uint32_t *floor)
+{
+	uint32_t i, n = 0;
+
+	*floor = alloc_floor(fs);
+	pthread_mutex_lock(&fs->alloc_lock);
+	for (i = 0; i < fs->m.nr_zones; i++) {
+		struct zm_zone *z = &fs->m.zones[i];
+
 		if (z->state == ZM_ZONE_FREE ||
 		    (z->state == ZM_ZONE_DATA && !z->valid &&
-		     (z->flags & ZFS_ZF_RESETQ))) {
-			/* Queued dead zones are free as soon as reset. */
-			free_zones++;
-			cap += z->cap;
-		} else if (z->state == ZM_ZONE_DATA &&
-			   (z->flags & (ZFS_ZF_HEAD | ZFS_ZF_PARKED))) {
-			rest += z->start + z->cap - z->wp;
+		     (z->flags & ZFS_ZF_RESETQ)))
+			n++;
+	}
+	pthread_mutex_unlock(&fs->alloc_lock);
+	return n;
+}
+
+/*
+ * Cost-benefit victim choice (the log-structured file system's, as F2FS
+ * uses for background cleaning): free space gained times its age, over
+ * the cost of reading and rewriting the live part: (1 - u) * age / (1 + u)
+ * with u the zone's live share. Old, mostly dead zones go first; a young
+ * zone is left to die on its own a little longer.
+ */
+uint32_t alloc_gc_victim(struct zfs *fs)
+{
+	int64_t now = zfs_now();
+	double best_score = 0;
+	uint32_t i, best = ZF_NO_ZONE;
+
+	pthread_mutex_lock(&fs->alloc_lock);
+	for (i = 0; i < fs->m.nr_zones; i++) {
+		struct zm_zone *z = &fs->m.zones[i];
+		double u, age, score;
+
+		/* Full zones, and parked ones (finished first if chosen). */
+		if (z->state != ZM_ZONE_DATA || !z->valid ||
+		    (z->flags & (ZFS_ZF_HEAD | ZFS_ZF_RESETQ | ZFS_ZF_GC)) ||
+		    (z->wp < z->start + z->cap && !(z->flags & ZFS_ZF_PARKED)) ||
+		    z->valid >= z->cap)
+			continue;
+		u = (double)z->valid / (double)z->cap;
+		age = (double)(now - z->mtime) / 1e9 + 1;
+		score = (1 - u) * age / (1 + u);
+		if (score > best_score) {
+			best_score = score;
+			best = i;
 		}
 	}
-	if (free_zones <= floor)
-		return rest;
-	return rest + cap - (cap / free_zones) * floor;
+	if (best != ZF_NO_ZONE) {
+		if (fs->m.zones[best].flags & ZFS_ZF_PARKED)
+			alloc_finish(fs, &fs->m.zones[best]);
+		fs->m.zones[best].flags |= ZFS_ZF_GC;
+	}
+	pthread_mutex_unlock(&fs->alloc_lock);
+	return best;
+}
+
+void alloc_gc_done(struct zfs *fs, uint32_t zone)
+{
+	struct zm_zone *z = &fs->m.zones[zone];
+
+	pthread_mutex_lock(&fs->alloc_lock);
+	z->flags &= (uint8_t)~ZFS_ZF_GC;
+	if (!z->valid && z->state == ZM_ZONE_DATA &&
+	    !(z->flags & ZFS_ZF_RESETQ)) {
+		z->flags |= ZFS_ZF_RESETQ;
+		fs->resetq[fs->nr_resetq++] = zone;
+	}
+	pthread_mutex_unlock(&fs->alloc_lock);
 }
 
 void alloc_zone_dead(void *arg, uint32_t zone, uint64_t seq)
@@ -83,8 +161,8 @@ void alloc_zone_dead(void *arg, uint32_t zone, uint64_t seq)
 	struct zm_zone *z = &fs->m.zones[zone];
 
 	z->free_seq = seq;
-	if (z->state != ZM_ZONE_DATA || (z->flags & ZFS_ZF_HEAD) ||
-	    (z->flags & ZFS_ZF_RESETQ))
+	if (z->state != ZM_ZONE_DATA ||
+	    (z->flags & (ZFS_ZF_HEAD | ZFS_ZF_RESETQ | ZFS_ZF_GC)))
 		return;
 	z->flags = (uint8_t)((z->flags & ~ZFS_ZF_PARKED) | ZFS_ZF_RESETQ);
 	fs->resetq[fs->nr_resetq++] = zone;
@@ -113,9 +191,17 @@ static void alloc_finish(struct zfs *fs, struct zm_zone *z)
 	}
 }
 
-/* Free an active slot by finishing the fullest parked zone. */
-static bool alloc_finish_parked(struct zfs *fs)
+/*
+ * Free an active slot: finish the fullest parked zone, else the fullest
+ * zone of a head that is not writing now (other than @self). Zones nearly
+ * full cost little to finish; their dead tail is reclaimed with them.
+ * alloc_lock held; other heads' locks only tried, keeping the lock order.
+ */
+static bool alloc_free_slot(struct zfs *fs, struct zfs_head *self,
+			    bool heads_too)
 {
+	struct zfs_head *heads[3] = { &fs->small, &fs->hot, &fs->gc };
+	struct zfs_head *bh = NULL, *h;
 	struct zm_zone *best = NULL;
 	uint32_t i;
 
@@ -126,9 +212,35 @@ static bool alloc_finish_parked(struct zfs *fs)
 							      best->wp - best->start))
 			best = z;
 	}
+	if (best) {
+		alloc_finish(fs, best);
+		return true;
+	}
+	for (i = 0; heads_too && i < 3 + 1; i++) {
+		for (h = i < 3 ? heads[i] : fs->heads; h;
+		     h = i < 3 ? NULL : h->next) {
+			struct zm_zone *z;
+
+			if (h == self || h->zone == ZF_NO_ZONE ||
+			    pthread_mutex_trylock(&h->lock))
+				continue;
+			z = h->zone == ZF_NO_ZONE ? NULL : &fs->m.zones[h->zone];
+			if (z && (!best || z->wp - z->start > best->wp - best->start)) {
+				if (bh)
+					pthread_mutex_unlock(&bh->lock);
+				best = z;
+				bh = h;
+			} else {
+				pthread_mutex_unlock(&h->lock);
+			}
+		}
+	}
 	if (!best)
 		return false;
+	best->flags &= (uint8_t)~ZFS_ZF_HEAD;
+	bh->zone = ZF_NO_ZONE;
 	alloc_finish(fs, best);
+	pthread_mutex_unlock(&bh->lock);
 	return true;
 }
 
@@ -162,26 +274,41 @@ static int alloc_reset_locked(struct zfs *fs, uint32_t id)
 /*
  * Who takes a zone, in order of precedence for the device's active zone
  * slots: the journal's chain must never wait (its next zone is taken just
- * before the previous one is finished), the shared head must always be able
- * to go on, and large files get zones of their own only while a slot
- * remains for both of them.
+ * before the previous one is finished); the shared heads (small files,
+ * rewrites, reclaim) must always be able to go on; large files get zones of
+ * their own only while a slot remains for the shared ones. Reclaim and the
+ * journal may use the reserve: they are what gives space back.
  */
-enum alloc_kind { ALLOC_META, ALLOC_SMALL, ALLOC_PRIVATE };
+enum alloc_kind { ALLOC_META, ALLOC_GC, ALLOC_SHARED, ALLOC_PRIVATE };
+
+static enum alloc_kind alloc_head_kind(const struct zfs_head *h)
+{
+	switch (h->kind) {
+	case ZFS_HEAD_PRIVATE:
+		return ALLOC_PRIVATE;
+	case ZFS_HEAD_GC:
+		return ALLOC_GC;
+	default:
+		return ALLOC_SHARED;
+	}
+}
 
 /*
- * May one more zone become active for @kind? Parked zones are finished to
+ * May one more zone become active for @kind? Other zones are finished to
  * make room. One slot is always the live super zone's. alloc_lock held.
  */
-static bool alloc_active_ok(struct zfs *fs, enum alloc_kind kind)
+static bool alloc_active_ok(struct zfs *fs, enum alloc_kind kind,
+			    struct zfs_head *self)
 {
 	/* The new zone, the super zone, and for a large file the slot kept
-	 * for the shared head. */
+	 * for the shared heads. */
 	uint32_t need = kind == ALLOC_PRIVATE ? 3 : 2;
 
 	if (!fs->max_active || kind == ALLOC_META)
 		return true;
+	/* A large file pushes no head out: it shares instead. */
 	while (fs->nr_active + need > fs->max_active)
-		if (!alloc_finish_parked(fs))
+		if (!alloc_free_slot(fs, self, kind != ALLOC_PRIVATE))
 			return false;
 	return true;
 }
@@ -193,10 +320,10 @@ static bool alloc_active_ok(struct zfs *fs, enum alloc_kind kind)
  * -EBUSY when @kind may not take another active zone. alloc_lock held.
  */
 static int alloc_take_zone(struct zfs *fs, enum alloc_kind kind,
-			   uint32_t *zone)
+			   struct zfs_head *self, uint32_t *zone)
 {
 	bool meta = kind == ALLOC_META;
-	uint32_t floor = meta ? 0 : alloc_floor(fs);
+	uint32_t floor = meta || kind == ALLOC_GC ? 0 : alloc_floor(fs);
 
 	for (;;) {
 		uint32_t i, nfree = 0, waiting = 0;
@@ -219,7 +346,7 @@ static int alloc_take_zone(struct zfs *fs, enum alloc_kind kind,
 		}
 		if (!best || nfree <= floor)
 			return waiting ? -EAGAIN : -ENOSPC;
-		if (!alloc_active_ok(fs, kind))
+		if (!alloc_active_ok(fs, kind, self))
 			return -EBUSY;
 		*zone = alloc_zone_id(fs, best);
 		best->state = meta ? ZM_ZONE_META : ZM_ZONE_DATA;
@@ -249,7 +376,7 @@ static int alloc_jrnl_zone(void *arg, uint32_t *zone)
 	int ret;
 
 	pthread_mutex_lock(&fs->alloc_lock);
-	ret = alloc_take_zone(fs, ALLOC_META, zone);
+	ret = alloc_take_zone(fs, ALLOC_META, NULL, zone);
 	pthread_mutex_unlock(&fs->alloc_lock);
 	return ret == -EAGAIN ? -ENOSPC : ret;
 }
@@ -347,11 +474,10 @@ static struct zm_zone *alloc_parked_for(struct zfs *fs, struct zfs_head *head,
  */
 static int alloc_head_zone(struct zfs *fs, struct zfs_head *head)
 {
-	enum alloc_kind kind = head->kind == ZFS_HEAD_SMALL ? ALLOC_SMALL :
-							      ALLOC_PRIVATE;
+	enum alloc_kind kind = alloc_head_kind(head);
+	int ret, commits = 0, collects = 0, waits = 0;
 	struct zm_zone *z;
 	uint32_t zone;
-	int ret, tries = 0;
 
 	pthread_mutex_lock(&fs->alloc_lock);
 	for (;;) {
@@ -360,8 +486,8 @@ static int alloc_head_zone(struct zfs *fs, struct zfs_head *head)
 		z = alloc_parked_for(fs, head, false);
 		if (z)
 			break;
-		ret = alloc_take_zone(fs, kind, &zone);
-		if (ret == -EAGAIN && ++tries <= 20) {
+		ret = alloc_take_zone(fs, kind, head, &zone);
+		if (ret == -EAGAIN && ++commits <= 20) {
 			/*
 			 * Dead zones wait for their freeing record: commit
 			 * it, reset them, try again. No file system lock is
@@ -373,12 +499,23 @@ static int alloc_head_zone(struct zfs *fs, struct zfs_head *head)
 			pthread_mutex_lock(&fs->alloc_lock);
 			continue;
 		}
-		if (ret != -EBUSY || kind != ALLOC_SMALL || ++tries > 1000)
+		if (ret == -ENOSPC && kind != ALLOC_GC && ++collects <= 8) {
+			/* No free zone: make one from dead space, if any. */
+			pthread_mutex_unlock(&fs->alloc_lock);
+			ret = gc_collect(fs, 1);
+			pthread_mutex_lock(&fs->alloc_lock);
+			if (ret > 0) {
+				commits = 0;
+				continue;
+			}
+			ret = -ENOSPC;
+		}
+		if (ret != -EBUSY || kind == ALLOC_PRIVATE || ++waits > 1000)
 			break;
 		/*
-		 * The shared head waits for an active slot: large files'
-		 * zones fill and give theirs back (a private head instead
-		 * falls back to the shared one: see data.c).
+		 * A shared head waits for an active slot: large files'
+		 * zones fill and give theirs back (a private head falls back
+		 * to the shared one instead: see data.c).
 		 */
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += 10000000;
@@ -400,10 +537,14 @@ static int alloc_head_zone(struct zfs *fs, struct zfs_head *head)
 	} else if (ret == -EAGAIN) {
 		ret = -ENOSPC;
 	} else if (!ret) {
+		static const char *const name[] = {
+			[ZFS_HEAD_SMALL] = "small-file", [ZFS_HEAD_PRIVATE] = "private",
+			[ZFS_HEAD_HOT] = "rewrite", [ZFS_HEAD_GC] = "reclaim",
+		};
+
 		fs->m.zones[zone].flags = ZFS_ZF_HEAD;
 		head->zone = zone;
-		zlog_debug("zone %u: taken by a %s head", zone,
-			   head->kind == ZFS_HEAD_SMALL ? "shared" : "private");
+		zlog_debug("zone %u: taken by a %s head", zone, name[head->kind]);
 	}
 	pthread_mutex_unlock(&fs->alloc_lock);
 	return ret;
@@ -693,7 +834,7 @@ int alloc_reclaim(struct zfs *fs)
 		struct zm_zone *z = &fs->m.zones[id];
 		struct zf_rec_zone rec;
 
-		if (z->valid || (z->flags & ZFS_ZF_HEAD) ||
+		if (z->valid || (z->flags & (ZFS_ZF_HEAD | ZFS_ZF_GC)) ||
 		    z->state != ZM_ZONE_DATA) {
 			/* Live again (a head took it), or not ours: drop. */
 			if (z->valid || z->state != ZM_ZONE_DATA) {
@@ -809,9 +950,13 @@ int alloc_init(struct zfs *fs)
 		memset(rep, 0, fs->m.nr_zones * sizeof(*rep));
 	fs->reserve_zones = le32toh(fs->sb.reserve_zones);
 	fs->max_active = g->max_active;
-	fs->small.zone = ZF_NO_ZONE;
+	fs->small.zone = fs->hot.zone = fs->gc.zone = ZF_NO_ZONE;
 	fs->small.kind = ZFS_HEAD_SMALL;
+	fs->hot.kind = ZFS_HEAD_HOT;
+	fs->gc.kind = ZFS_HEAD_GC;
 	pthread_mutex_init(&fs->small.lock, NULL);
+	pthread_mutex_init(&fs->hot.lock, NULL);
+	pthread_mutex_init(&fs->gc.lock, NULL);
 	nchain = jrnl_chain(fs->j, chain, ZF_ARRAY_SIZE(chain));
 	if (nchain)
 		tail = chain[nchain - 1];
@@ -857,7 +1002,8 @@ int alloc_init(struct zfs *fs)
 	/* Zones left active by the last session beyond our budget: finish. */
 	pthread_mutex_lock(&fs->alloc_lock);
 	while (!fs->rdonly && fs->max_active &&
-	       fs->nr_active + 3 > fs->max_active && alloc_finish_parked(fs))
+	       fs->nr_active + 3 > fs->max_active &&
+	       alloc_free_slot(fs, NULL, false))
 		;
 	pthread_mutex_unlock(&fs->alloc_lock);
 	fs->m.zone_dead = alloc_zone_dead;
@@ -875,6 +1021,8 @@ void alloc_destroy(struct zfs *fs)
 		free(h);
 	}
 	pthread_mutex_destroy(&fs->small.lock);
+	pthread_mutex_destroy(&fs->hot.lock);
+	pthread_mutex_destroy(&fs->gc.lock);
 	free(fs->resetq);
 	fs->resetq = NULL;
 }

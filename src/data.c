@@ -303,6 +303,9 @@ ssize_t data_write(struct zfs *fs, struct zm_inode *in, const void *buf,
 	}
 	if (end > rt->vsize)
 		rt->vsize = end;
+	/* Rewriting bytes already written: this file's data dies young. */
+	if (off < in->size)
+		rt->hot = true;
 	in->mtime = in->ctime = zfs_now();
 	return (ssize_t)size;
 }
@@ -348,6 +351,8 @@ void data_truncate_staged(struct zfs *fs, struct zfs_rt *rt, uint64_t size)
 		}
 		pp = &c->next;
 	}
+	if (size < data_vsize(rt->inode))
+		rt->hot = true;
 	rt->vsize = size;
 	pthread_mutex_lock(&fs->wb_lock);
 	fs->staged -= ZF_MIN(freed, fs->staged);
@@ -576,10 +581,17 @@ static int data_write_chunk(struct zfs *fs, struct zfs_rt *rt,
 	int ret = 0;
 
 	pthread_rwlock_wrlock(&rt->lock);
-	/* A file that writes whole chunks is large: give it its own zones. */
+	/*
+	 * A file that writes whole chunks is large: it gets zones of its
+	 * own. Small writes go to the shared heads: the rewrite stream for a
+	 * file that rewrites its data, the small-file stream otherwise.
+	 */
 	if (!rt->head && (chunk_full(c) || rt->flushed >= ZFS_CHUNK))
 		rt->head = alloc_private_head(fs, rt->group);
-	head = rt->head ? rt->head : &fs->small;
+	if (rt->head && (chunk_full(c) || !rt->hot))
+		head = rt->head;
+	else
+		head = rt->hot ? &fs->hot : &fs->small;
 	pthread_rwlock_unlock(&rt->lock);
 
 	while (i < c->nr) {
@@ -616,9 +628,9 @@ static int data_write_chunk(struct zfs *fs, struct zfs_rt *rt,
 			}
 			ret = alloc_head_write(fs, head, c->data + rs, re - rs,
 					       &addr, &done);
-			if (ret == -EBUSY && head != &fs->small) {
+			if (ret == -EBUSY && head->kind == ZFS_HEAD_PRIVATE) {
 				/* No active zone to spare: share, never fail. */
-				head = &fs->small;
+				head = rt->hot ? &fs->hot : &fs->small;
 				continue;
 			}
 			if (ret)
@@ -727,10 +739,31 @@ static void data_wb_done(struct zfs *fs, struct zfs_rt *rt)
 	}
 }
 
+/*
+ * Staged data was promised space (alloc_reserve counts dead bytes as
+ * space: reclaim makes it usable). When the zones are not there yet,
+ * let reclaim and resets catch up rather than drop acknowledged data;
+ * give up only after about ten seconds.
+ */
+static bool data_enospc_retry(struct zfs *fs, unsigned int *tries)
+{
+	struct timespec ts = { 0, 100000000 };
+
+	if (++*tries > 100 || fs->error || fs->wb_stop)
+		return false;
+	gc_collect(fs, 1);
+	jrnl_commit(fs->j, UINT64_MAX);
+	alloc_reclaim(fs);
+	nanosleep(&ts, NULL);
+	return true;
+}
+
 /* Write out everything sealed in @rt, oldest first. */
 static void data_wb_inode(struct zfs *fs, struct zfs_rt *rt,
 			  struct data_piece **pieces, uint32_t *max)
 {
+	unsigned int tries = 0;
+
 	for (;;) {
 		struct zfs_chunk *c;
 		int np;
@@ -745,6 +778,9 @@ static void data_wb_inode(struct zfs *fs, struct zfs_rt *rt,
 		np = fs->error == -ESHUTDOWN ?
 			     -ESHUTDOWN :
 			     data_write_chunk(fs, rt, c, pieces, max);
+		if (np == -ENOSPC && data_enospc_retry(fs, &tries))
+			continue;
+		tries = 0;
 		if (np < 0) {
 			if (np != -ESHUTDOWN)
 				zlog_err("%s: writing data of inode %" PRIu64 " at offset %" PRIu64 " failed: %s; that data is lost",
@@ -863,10 +899,11 @@ int data_flush_all(struct zfs *fs)
 
 /* ---- heads and lifetime ------------------------------------------------------------- */
 
-void data_release_head(struct zfs *fs, struct zfs_rt *rt)
+struct zfs_head *data_release_head(struct zfs *fs, struct zfs_rt *rt)
 {
 	struct zfs_head *head = NULL;
 
+	(void)fs;
 	pthread_rwlock_wrlock(&rt->lock);
 	if (rt->head && !rt->open && !rt->wb_first) {
 		head = rt->head;
@@ -876,8 +913,7 @@ void data_release_head(struct zfs *fs, struct zfs_rt *rt)
 		rt->put_head = true;
 	}
 	pthread_rwlock_unlock(&rt->lock);
-	if (head)
-		alloc_put_head(fs, head);
+	return head;
 }
 
 void data_rt_free(struct zfs *fs, struct zfs_rt *rt)

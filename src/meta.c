@@ -578,6 +578,17 @@ static bool zm_is_ancestor(const struct zmeta *m, uint64_t anc, uint64_t d)
 	return true; /* a loop: treat as related, refuse */
 }
 
+/*
+ * A record about an inode that an earlier record freed: it was made while
+ * the file was unlinked but still open (written, reclaimed, chmod-ed), and
+ * replay frees such an inode at its last unlink. It changes nothing. An
+ * inode number never handed out is damage, not this.
+ */
+static bool zm_freed_ino(const struct zmeta *m, uint64_t ino)
+{
+	return ino > ZF_ROOT_INO && ino < m->next_ino && !zm_iget(m, ino);
+}
+
 static inline int64_t zm_le_time(int64_t t)
 {
 	return (int64_t)le64toh((uint64_t)t);
@@ -871,6 +882,9 @@ static int zm_apply_setattr(struct zmeta *m, const void *p, uint32_t len,
 		return zm_bad(why, wl, "SETATTR record length mismatch");
 	valid = le32toh(r->valid);
 	in = zm_iget(m, le64toh(r->attr.ino));
+	if (!in && zm_freed_ino(m, le64toh(r->attr.ino)) &&
+	    !(valid & ~ZF_ATTR_ALL))
+		return 0;
 	if (!in || (valid & ~ZF_ATTR_ALL))
 		return zm_bad(why, wl, "SETATTR of missing inode %llu",
 			      (unsigned long long)le64toh(r->attr.ino));
@@ -954,6 +968,8 @@ static int zm_apply_xattr(struct zmeta *m, uint16_t type, const void *p,
 	    nlen > ZF_XATTR_NAME_MAX || vlen > ZF_XATTR_VALUE_MAX)
 		return zm_bad(why, wl, "XATTR record length mismatch");
 	in = zm_iget(m, le64toh(r->ino));
+	if (!in && zm_freed_ino(m, le64toh(r->ino)))
+		return 0;
 	if (!in)
 		return zm_bad(why, wl, "XATTR of missing inode %llu",
 			      (unsigned long long)le64toh(r->ino));
@@ -1006,6 +1022,8 @@ static int zm_apply_extent(struct zmeta *m, const void *p, uint32_t len,
 	foff = le64toh(r->foff);
 	addr = le64toh(r->addr);
 	elen = le64toh(r->len);
+	if (!in && zm_freed_ino(m, le64toh(r->ino)))
+		return 0;
 	if (!in || !zm_is_reg(in))
 		return zm_bad(why, wl, "EXTENT of missing file %llu",
 			      (unsigned long long)le64toh(r->ino));
@@ -1040,6 +1058,8 @@ static int zm_apply_extent_move(struct zmeta *m, const void *p, uint32_t len,
 	old = le64toh(r->old_addr);
 	new = le64toh(r->new_addr);
 	mlen = le64toh(r->len);
+	if (!in && zm_freed_ino(m, le64toh(r->ino)))
+		return 0;
 	if (!in || !zm_is_reg(in) || !zm_data_range_ok(m, new, mlen) ||
 	    old + mlen < old)
 		return zm_bad(why, wl, "EXTENT_MOVE of file %llu: bad record",

@@ -1102,6 +1102,7 @@ out_unlock:
 
 int zfs_release(struct zfs *fs, uint64_t ino)
 {
+	struct zfs_head *head = NULL;
 	struct zm_inode *in;
 	struct zfs_rt *rt = NULL;
 
@@ -1118,8 +1119,10 @@ int zfs_release(struct zfs *fs, uint64_t ino)
 	}
 	/* The last close of a large file gives its zone back. */
 	if (rt)
-		data_release_head(fs, rt);
+		head = data_release_head(fs, rt);
 	pthread_rwlock_unlock(&fs->meta_lock);
+	if (head)
+		alloc_put_head(fs, head);
 	return 0;
 }
 
@@ -1974,6 +1977,13 @@ static void *zfs_bg_main(void *arg)
 			}
 			if (!fs->opts.no_reclaim_thread || kick)
 				alloc_reclaim(fs);
+			/*
+			 * Free zones low: empty one zone, commit the moves
+			 * (the commit kicks this thread again to reset it).
+			 */
+			if (!fs->opts.no_reclaim_thread && gc_wanted(fs) &&
+			    gc_collect(fs, 1) > 0)
+				jrnl_commit(fs->j, UINT64_MAX);
 		}
 		pthread_mutex_lock(&fs->bg_lock);
 	}
@@ -2008,6 +2018,7 @@ static void zfs_free(struct zfs *fs)
 	pthread_cond_destroy(&fs->stage_cv);
 	pthread_mutex_destroy(&fs->bg_lock);
 	pthread_cond_destroy(&fs->bg_cv);
+	pthread_mutex_destroy(&fs->gc_lock);
 	free(fs);
 }
 
@@ -2036,6 +2047,7 @@ int zfs_mount(const char *path, const struct zfs_opts *opts,
 	pthread_cond_init(&fs->stage_cv, NULL);
 	pthread_mutex_init(&fs->bg_lock, NULL);
 	pthread_cond_init(&fs->bg_cv, NULL);
+	pthread_mutex_init(&fs->gc_lock, NULL);
 
 	ret = zdev_open(path,
 			fs->rdonly ? ZDEV_RDONLY |

@@ -6,6 +6,11 @@
  *
  * Locks, in the order they are taken:
  *
+ *   zfs_head.lock (mutex)    one write head: its zone's write pointer; held
+ *                            across the device write (one write per zone).
+ *                            A writeback thread holds its head while it
+ *                            asks for a zone, which may run reclaim.
+ *   zfs.gc_lock (mutex)      one reclaim at a time.
  *   zfs.meta_lock (rwlock)   every metadata change holds it, shared for
  *                            data-path changes (size, extents), exclusive
  *                            for namespace changes; the journal's snapshot
@@ -14,10 +19,9 @@
  *   zfs_rt.lock (rwlock)     one inode's data: extents, size, times, staged
  *                            chunks. Readers shared, writers exclusive.
  *                            Several are taken in increasing ino order.
- *   zfs.alloc_lock (mutex)   zone states, heads, free space, zone valid
- *                            byte counts (zm_zone.valid), reclaim queue.
- *   zfs_head.lock (mutex)    one write head: its zone's write pointer; held
- *                            across the device write (one write per zone).
+ *   zfs.alloc_lock (mutex)   zone states, free space, zone valid byte
+ *                            counts (zm_zone.valid), the reset queue; other
+ *                            heads' locks are only tried under it.
  *   jrnl's lock, zdev's locks
  *
  *   zfs.wb_lock (mutex)      writeback queue and staging memory; taken with
@@ -82,6 +86,8 @@ struct zfs_rt {
 	uint64_t group;	      /* placement group: the directory the file was
 				 created in (files written together die
 				 together), 0 if unknown */
+	bool hot;	      /* rewritten: its small writes go to the hot
+				 stream */
 	uint64_t flushed;     /* data bytes written to zones so far */
 	uint64_t ino;
 	struct zm_inode *inode;
@@ -93,9 +99,17 @@ struct zfs_rt {
 	bool dirty;
 };
 
+/*
+ * Streams of data with different lifetimes, kept in different zones so
+ * that zones die whole: large files (one head each), small new files,
+ * rewritten data (small files rewritten in place, overwrites), and what
+ * reclaim copies (cold: it has already outlived its zone-mates).
+ */
 enum zfs_head_kind {
 	ZFS_HEAD_SMALL,	  /* small files and tails, shared */
 	ZFS_HEAD_PRIVATE, /* one large file's own zones */
+	ZFS_HEAD_HOT,	  /* rewritten data, shared */
+	ZFS_HEAD_GC,	  /* data moved by reclaim */
 };
 
 /* A write head: an open zone that data is appended to. */
@@ -112,6 +126,7 @@ struct zfs_head {
 #define ZFS_ZF_PARKED (1u << 1) /* partly written, no head: reusable by
 				   its group (zm_zone.owner) */
 #define ZFS_ZF_RESETQ (1u << 2) /* queued for reset */
+#define ZFS_ZF_GC (1u << 3)	/* being emptied by reclaim */
 
 struct zfs {
 	struct zdev *dev;
@@ -127,8 +142,10 @@ struct zfs {
 	/* Allocator state: protected by alloc_lock. */
 	pthread_mutex_t alloc_lock;
 	pthread_cond_t alloc_cv; /* a zone was reset or space freed */
-	struct zfs_head *heads;
-	struct zfs_head small;	/* the shared head */
+	struct zfs_head *heads; /* private heads */
+	struct zfs_head small;	/* the shared heads */
+	struct zfs_head hot;
+	struct zfs_head gc;
 	uint32_t nr_active;	/* zones we hold open or closed */
 	uint32_t max_active;	/* what we allow ourselves */
 	uint32_t *resetq;	/* dead zones waiting for their reset */
@@ -154,6 +171,9 @@ struct zfs {
 	pthread_mutex_t bg_lock;
 	pthread_cond_t bg_cv;
 	bool bg_stop, bg_kick;
+
+	/* Reclaim: one collector at a time. Lock order: before meta_lock. */
+	pthread_mutex_t gc_lock;
 
 	/* Counters since mount (added to the journaled lifetime ones). */
 	_Atomic uint64_t host_bytes;
@@ -208,8 +228,12 @@ ssize_t data_write(struct zfs *fs, struct zm_inode *in, const void *buf,
 void data_truncate_staged(struct zfs *fs, struct zfs_rt *rt, uint64_t size);
 /* Free staged data of an inode being freed (no writers left). */
 void data_rt_free(struct zfs *fs, struct zfs_rt *rt);
-/* The last close: give the private head back once data is written. */
-void data_release_head(struct zfs *fs, struct zfs_rt *rt);
+/*
+ * The last close: detach the private head if the file's data is all
+ * written (else the writeback gives it back when done). The caller passes
+ * what is returned to alloc_put_head() once it holds no lock.
+ */
+struct zfs_head *data_release_head(struct zfs *fs, struct zfs_rt *rt);
 /*
  * The file is gone for good (no link, no open file): drop its staged data
  * instead of writing it. Caller holds meta_lock exclusive.
@@ -224,6 +248,17 @@ static inline uint64_t data_vsize(const struct zm_inode *in)
 
 	return rt && rt->vsize > in->size ? rt->vsize : in->size;
 }
+
+/* ---- gc.c ------------------------------------------------------------------ */
+
+/*
+ * Move the live data out of mostly-dead zones until @want zones more are
+ * free (or nothing is worth moving). Returns the zones freed, or an errno.
+ * Call with no file system lock held.
+ */
+int gc_collect(struct zfs *fs, uint32_t want);
+/* Should the background thread collect? (free zones under the mark) */
+bool gc_wanted(struct zfs *fs);
 
 /* ---- alloc.c -------------------------------------------------------------- */
 
@@ -247,6 +282,15 @@ void alloc_zone_dead(void *arg, uint32_t zone, uint64_t seq);
 int alloc_reclaim(struct zfs *fs);
 void alloc_space(struct zfs *fs, uint64_t *capacity, uint64_t *free,
 		 uint64_t *used, uint64_t *reclaimable);
+/* Free zones (empty or dead, ready for a reset), and the margin kept. */
+uint32_t alloc_free_zones(struct zfs *fs, uint32_t *floor);
+/*
+ * Pick the zone reclaim should empty next (cost-benefit: dead space and
+ * age against the live bytes to copy), or ZF_NO_ZONE. It is flagged so
+ * that nothing else takes it.
+ */
+uint32_t alloc_gc_victim(struct zfs *fs);
+void alloc_gc_done(struct zfs *fs, uint32_t zone);
 extern const struct jrnl_cb alloc_jrnl_cb;
 
 #endif /* ZONEFUSE_ZFS_I_H */

@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Reclaim: when free zones run low, move the live data out of mostly-dead
+ * zones into the reclaim stream, then reset them.
+ *
+ * A move is a copy through the device layer followed by an EXTENT_MOVE
+ * record, applied under the file's data lock: a reader either sees the
+ * extent at its old place (whose data stays valid until the zone is reset)
+ * or at its new one, never half. The victim is reset only once the moves
+ * are durable, like any zone whose data died. A piece the file stopped
+ * mapping while it was copied (overwritten, truncated, deleted) is simply
+ * not moved: the record only remaps what still maps the old bytes.
+ *
+ * Finding a zone's live extents scans every file's extents: zonefuse keeps
+ * no reverse map (it would cost DRAM per extent for a rare operation).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zfs_i.h"
+#include "zonefuse/util.h"
+
+/* Free zones kept above the reserve before background reclaim starts. */
+#define GC_MARGIN_MIN 2u
+#define GC_MARGIN_PCT 3u
+
+struct gc_piece {
+	uint64_t ino, addr, len;
+};
+
+static int gc_piece_cmp(const void *a, const void *b)
+{
+	const struct gc_piece *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static uint32_t gc_margin(struct zfs *fs)
+{
+	return ZF_MAX(GC_MARGIN_MIN, fs->m.nr_zones * GC_MARGIN_PCT / 100);
+}
+
+bool gc_wanted(struct zfs *fs)
+{
+	uint32_t floor, n = alloc_free_zones(fs, &floor);
+
+	return n < floor + gc_margin(fs);
+}
+
+/* The live pieces of zone @zone, by device address. meta_lock shared. */
+static int gc_pieces(struct zfs *fs, uint32_t zone, struct gc_piece **out,
+		     size_t *nout)
+{
+	uint64_t zs = fs->m.zones[zone].start, ze = zs + fs->m.zones[zone].cap;
+	struct gc_piece *v = NULL;
+	size_t n = 0, cap = 0;
+	uint32_t b, k;
+
+	for (b = 0; b <= fs->m.imask; b++) {
+		struct zm_inode *in;
+
+		for (in = fs->m.itab[b]; in; in = in->hnext) {
+			struct zfs_rt *rt = in->rt;
+
+			if (!zm_is_reg(in))
+				continue;
+			if (rt)
+				pthread_rwlock_rdlock(&rt->lock);
+			for (k = 0; k < in->f.n_ext; k++) {
+				const struct zm_extent *e = &in->f.ext[k];
+
+				if (e->addr >= ze || e->addr + e->len <= zs)
+					continue;
+				if (n == cap) {
+					size_t ncap = cap ? cap * 2 : 64;
+					struct gc_piece *nv =
+						realloc(v, ncap * sizeof(*nv));
+
+					if (!nv) {
+						if (rt)
+							pthread_rwlock_unlock(&rt->lock);
+						free(v);
+						return -ENOMEM;
+					}
+					v = nv;
+					cap = ncap;
+				}
+				v[n].ino = in->ino;
+				v[n].addr = e->addr;
+				v[n].len = e->len;
+				n++;
+			}
+			if (rt)
+				pthread_rwlock_unlock(&rt->lock);
+		}
+	}
+	qsort(v, n, sizeof(*v), gc_piece_cmp);
+	*out = v;
+	*nout = n;
+	return 0;
+}
+
+/* Journal that [old, old + len) of @ino now lives at @new. */
+static int gc_log_move(struct zfs *fs, uint64_t ino, uint64_t old,
+		       uint64_t new, uint64_t len)
+{
+	struct zf_rec_extent_move rec = {
+		.ino = htole64(ino),
+		.old_addr = htole64(old),
+		.new_addr = htole64(new),
+		.len = htole64(len),
+	};
+	struct zm_inode *in;
+	struct zfs_rt *rt;
+	int ret = 0;
+
+	pthread_rwlock_rdlock(&fs->meta_lock);
+	in = zm_iget(&fs->m, ino);
+	if (in && zm_is_reg(in)) {
+		rt = in->rt;
+		if (rt)
+			pthread_rwlock_wrlock(&rt->lock);
+		ret = zfs_log(fs, ZF_REC_EXTENT_MOVE, &rec, sizeof(rec));
+		if (rt)
+			pthread_rwlock_unlock(&rt->lock);
+	}
+	pthread_rwlock_unlock(&fs->meta_lock);
+	return ret;
+}
+
+/*
+ * Copy one live piece (aligned out to whole blocks: pieces share blocks
+ * only with themselves, the rest of a block is padding) to the reclaim
+ * stream, and log the move of each part that landed.
+ */
+static int gc_move(struct zfs *fs, const struct gc_piece *p, char *buf,
+		   size_t bufsz)
+{
+	uint32_t bs = fs->bs;
+	uint64_t pos = p->addr, end = p->addr + p->len;
+	int ret = 0;
+
+	while (pos < end) {
+		uint64_t as = ZF_ROUND_DOWN(pos, bs);
+		size_t n = (size_t)ZF_MIN(ZF_ROUND_UP(end, bs) - as, (uint64_t)bufsz);
+		uint64_t lend = ZF_MIN(as + n, end);
+		size_t done = 0;
+
+		ret = zdev_read(fs->dev, buf, n, as);
+		if (ret)
+			return ret;
+		while (done < n) {
+			uint64_t addr, from, to;
+			size_t wrote;
+
+			ret = alloc_head_write(fs, &fs->gc, buf + done, n - done,
+					       &addr, &wrote);
+			if (ret)
+				return ret;
+			fs->gc_bytes += wrote;
+			/* The file bytes of this part: [from, to) of the old. */
+			from = ZF_MAX(as + done, pos);
+			to = ZF_MIN(as + done + wrote, lend);
+			if (to > from) {
+				ret = gc_log_move(fs, p->ino, from,
+						  addr + (from - (as + done)),
+						  to - from);
+				if (ret)
+					return ret;
+			}
+			done += wrote;
+		}
+		pos = lend;
+	}
+	return 0;
+}
+
+int gc_collect(struct zfs *fs, uint32_t want)
+{
+	uint32_t freed = 0;
+	size_t bufsz = ZFS_CHUNK;
+	char *buf;
+	int ret = 0;
+
+	if (fs->rdonly || fs->error)
+		return 0;
+	buf = zdev_buf_alloc(fs->dev, bufsz);
+	if (!buf)
+		return -ENOMEM;
+	pthread_mutex_lock(&fs->gc_lock);
+	while (freed < want) {
+		uint32_t zone = alloc_gc_victim(fs);
+		struct gc_piece *pieces = NULL;
+		size_t n = 0, i;
+
+		if (zone == ZF_NO_ZONE)
+			break;
+		pthread_rwlock_rdlock(&fs->meta_lock);
+		ret = gc_pieces(fs, zone, &pieces, &n);
+		pthread_rwlock_unlock(&fs->meta_lock);
+		zlog_debug("zone %u: reclaim moves %zu extents (%" PRIu64 " live bytes)",
+			   zone, n, fs->m.zones[zone].valid);
+		for (i = 0; !ret && i < n; i++)
+			ret = gc_move(fs, &pieces[i], buf, bufsz);
+		free(pieces);
+		alloc_gc_done(fs, zone);
+		if (ret) {
+			zlog_err("%s: reclaim of zone %u failed: %s",
+				 zdev_path(fs->dev), zone, strerror(-ret));
+			break;
+		}
+		freed++;
+	}
+	pthread_mutex_unlock(&fs->gc_lock);
+	free(buf);
+	return ret ? ret : (int)freed;
+}

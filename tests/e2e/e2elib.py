@@ -12,6 +12,7 @@ import atexit
 import errno
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -86,12 +87,35 @@ def kill_all():
             subprocess.run(["umount", "-l", mp], stderr=subprocess.DEVNULL)
 
 
+def backtraces():
+    """Where this test's daemons are: each thread's zonefuse frames (gdb)."""
+    if not shutil.which("gdb") or not WORK:
+        return
+    frame = re.compile(r"^(#\d+) +(?:0x[0-9a-f]+ in )?((?:zfs|jrnl|alloc|data|meta|gc|fs_ll|zdev|zemu|zbd)_\w+) \(.*\) at (.*)$")
+    for pid in daemon_pids(WORK + "/"):
+        print(f"{NAME}: the threads of daemon {pid}, zonefuse frames only:", file=sys.stderr)
+        try:
+            out = subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt"],
+                                 capture_output=True, text=True, timeout=60).stdout
+        except subprocess.TimeoutExpired:
+            continue
+        lines = []
+        for line in out.splitlines():
+            m = frame.match(line)
+            if line.startswith("Thread "):
+                lines.append(line)
+            elif m:
+                lines.append(f"{m.group(1)} {m.group(2)} at {m.group(3)}")
+        print("\n".join(lines[:80]), file=sys.stderr, flush=True)
+
+
 def _watchdog():
     if _done.wait(TIMEOUT):
         return
     print(f"{NAME}: FAIL: still running after {TIMEOUT} s: a hung mount? "
           "killing its daemons; this is a failure", file=sys.stderr, flush=True)
     _timed_out.set()
+    backtraces()
     kill_all()
 
 

@@ -18,7 +18,7 @@ E2E_TIMEOUT=${E2E_TIMEOUT:-200}
 
 e2e_log()
 {
-	printf '%s: %s\n' "$E2E_NAME" "$*"
+	printf '%s: [%3ds] %s\n' "$E2E_NAME" "$SECONDS" "$*"
 }
 
 e2e_skip()
@@ -118,6 +118,21 @@ e2e_kill_all()
 	done </proc/self/mounts
 }
 
+# Where the daemons of this test are stuck: each thread's zonefuse frames
+# (gdb, when there is one).
+e2e_backtraces()
+{
+	local pid
+
+	command -v gdb >/dev/null || return 0
+	for pid in $(e2e_daemon_pids "$E2E_WORK/"); do
+		printf '%s: the threads of daemon %s, zonefuse frames only:\n' "$E2E_NAME" "$pid" >&2
+		timeout 60 gdb -p "$pid" -batch -ex 'thread apply all bt' 2>/dev/null |
+			grep -E '^Thread |^#[0-9]+ .* in (zfs|jrnl|alloc|data|meta|gc|fs_ll|zdev|zemu|zbd)_[a-z_]+ ' |
+			sed -E 's/^(#[0-9]+) +0x[0-9a-f]+ in /\1 /; s/ \(.*\) at / at /' | head -n 80 >&2
+	done
+}
+
 # A test that hangs (a deadlocked daemon) is ended here, with a message,
 # before meson's timeout kills the shell and its cleanup with it.
 e2e_watchdog()
@@ -131,6 +146,7 @@ e2e_watchdog()
 	printf '%s: FAIL: still running after %s s: a hung mount? killing its daemons; this is a failure\n' \
 		"$E2E_NAME" "$E2E_TIMEOUT" >&2
 	touch "$E2E_WORK/.timed-out"
+	e2e_backtraces
 	e2e_kill_all
 }
 
@@ -262,6 +278,7 @@ e2e_json_get()
 # Finish: pass only if no check failed.
 e2e_end()
 {
+	[ -e "$E2E_WORK/.timed-out" ] && E2E_FAILS=$((E2E_FAILS + 1))
 	if [ "$E2E_FAILS" -ne 0 ]; then
 		e2e_log "$E2E_FAILS check(s) failed"
 		exit 1

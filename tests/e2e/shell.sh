@@ -31,7 +31,7 @@ cp -a "$repo/src" "$repo/include" "$src/" || e2e_die "cannot copy $repo/src"
 mkdir -p "$src/doc"
 # Part of /usr/share/doc: real files, gzip, symlinks between packages.
 if [ -d /usr/share/doc ]; then
-	find /usr/share/doc -mindepth 1 -maxdepth 1 | sort | head -n 150 |
+	find /usr/share/doc -mindepth 1 -maxdepth 1 | sort | head -n 100 |
 		xargs -r -d '\n' cp -a -t "$src/doc/" 2>/dev/null
 fi
 mkdir -p "$src/odd/deep/er/still/deeper" "$src/empty dir" "$src/links"

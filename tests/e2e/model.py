@@ -15,6 +15,7 @@ import random
 import sys
 import time
 
+sys.dont_write_bytecode = True     # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2elib as e  # noqa: E402
 
@@ -195,7 +196,7 @@ def main():
             "remounts, for several seeds")
     budget = float(os.environ.get("E2E_MODEL_SECONDS", "50"))
     seeds = [int(a) for a in sys.argv[1:]] or list(range(1, 9))
-    img = e.image("model.img", "1G", "4M")
+    img = e.image("model.img", "1G", os.environ.get("E2E_MODEL_ZONE_SIZE", "4M"))
     mnt = e.Mount(img, "mnt")
     refdir = os.path.join(e.WORK, "ref")
     os.mkdir(refdir)

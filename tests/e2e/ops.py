@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 
+sys.dont_write_bytecode = True     # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2elib as e  # noqa: E402
 from e2elib import expect_errno  # noqa: E402

@@ -6,7 +6,8 @@
 # removals), kill -9 the daemon at a random moment, clean up the dead mount.
 # Then fsck of the crashed image must be clean, the image must mount, and
 # every file counted durable in any round so far must be there byte for
-# byte. fsck again after the last round.
+# byte. fsck again after the last round. Last, with -o commit=1, files left
+# alone for 3 s (no fsync) must survive a kill too.
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
@@ -106,6 +107,31 @@ done
 
 e2e_mount "$img" "$mnt"
 check_durable "after the last kill"
+e2e_umount "$img" "$mnt"
+e2e_fsck "$img"
+
+# Without fsync, the periodic commit (-o commit=1) makes data durable too:
+# files written, closed and left alone for 3 commit intervals survive.
+e2e_mount "$img" "$mnt" -o commit=1
+mkdir -p "$mnt/timed" || e2e_fail "mkdir timed"
+for s in 0 3 6 8 10 11; do
+	cp "$src/s$s" "$mnt/timed/s$s" || e2e_fail "cp to timed/s$s"
+done
+sleep 3
+pids=$(e2e_daemon_pids "$img")
+kill -9 "$pids" || e2e_fail "kill -9 $pids"
+e2e_wait_daemon_gone "$img" 10 || e2e_die "the killed daemon is still there"
+fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt"
+e2e_fsck "$img"
+e2e_mount "$img" "$mnt"
+for s in 0 3 6 8 10 11; do
+	if [ ! -e "$mnt/timed/s$s" ]; then
+		e2e_fail "commit=1: timed/s$s, written 3 s before the kill, is missing"
+	elif ! cmp -s "$src/s$s" "$mnt/timed/s$s"; then
+		e2e_fail "commit=1: timed/s$s, written 3 s before the kill, differs ($(stat -c %s "$mnt/timed/s$s") bytes, source $(stat -c %s "$src/s$s"))"
+	fi
+done
+check_durable "after the commit=1 kill"
 e2e_umount "$img" "$mnt"
 e2e_fsck "$img"
 e2e_end

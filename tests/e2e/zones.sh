@@ -6,7 +6,8 @@
 # names the zones it is in (and that those hold exactly its bytes), removes
 # it, syncs, and checks live (the stats xattr, df) and after unmounting
 # (zonefuse zones --json: condition, write pointer, reset count) that every
-# zone of the file is empty again and the space is free again.
+# zone of the file is empty again and the space is free again; with
+# -o commit=1, without any sync.
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
@@ -139,11 +140,26 @@ EOF
 fi
 e2e_fsck "$img"
 
-# The space is still there after a remount.
-e2e_mount "$img" "$mnt"
+# The space is still there after a remount; and with -o commit=1 no sync
+# is needed: the periodic commit makes the rm durable and the zones follow.
+e2e_mount "$img" "$mnt" -o commit=1
 avail2=$(df_avail)
 [ "$avail2" -ge $((avail0 - 4 * 1024 * 1024)) ] ||
 	e2e_fail "df after a remount: avail $avail2, $avail0 before the file was written"
+cp "$E2E_WORK/big" "$mnt/big2" || e2e_fail "cp of the file again"
+sleep 2
+used=$(e2e_json_get "$(stat_of)" zones_empty)
+rm "$mnt/big2"
+t0=$SECONDS
+for ((i = 0; i < 100; i++)); do
+	empty=$(e2e_json_get "$(stat_of)" zones_empty)
+	[ "$empty" -ge "$empty0" ] && break
+	sleep 0.1
+done
+e2e_log "commit=1, no sync: $used empty zones with the file, $empty $((SECONDS - t0)) s after rm"
+[ "$empty" -ge "$empty0" ] ||
+	e2e_fail "commit=1: $empty empty zones 10 s after rm without sync, $empty0 before"
 e2e_umount "$img" "$mnt"
+e2e_fsck "$img"
 
 e2e_end

@@ -43,6 +43,20 @@ static bool alloc_is_active(const struct zm_zone *z)
 static void alloc_finish(struct zfs *fs, struct zm_zone *z);
 
 /*
+ * Queue @z for its reset if nothing lives in it: no live extent, and no
+ * write whose extent is still to be applied (a zone filled by writes in
+ * flight looks empty to the extent count). alloc_lock held.
+ */
+static void alloc_maybe_dead(struct zfs *fs, struct zm_zone *z)
+{
+	if (z->valid || z->pending || z->state != ZM_ZONE_DATA ||
+	    (z->flags & (ZFS_ZF_HEAD | ZFS_ZF_RESETQ | ZFS_ZF_GC)))
+		return;
+	z->flags = (uint8_t)((z->flags & ~ZFS_ZF_PARKED) | ZFS_ZF_RESETQ);
+	fs->resetq[fs->nr_resetq++] = (uint32_t)(z - fs->m.zones);
+}
+
+/*
  * Zones kept free, never given to new data: the reserve (reclaim writes
  * there while it empties a zone, the journal grows there), plus room for
  * the journal's next snapshot, which is written before the old chain is
@@ -75,7 +89,7 @@ static uint64_t alloc_avail(struct zfs *fs, uint32_t floor)
 		if (z->state != ZM_ZONE_FREE && z->state != ZM_ZONE_DATA)
 			continue;
 		cap += z->cap;
-		live += z->valid;
+		live += z->valid + z->pending;
 		zcap = ZF_MAX(zcap, z->cap);
 	}
 	cap -= ZF_MIN(cap, (uint64_t)floor * zcap);
@@ -119,7 +133,7 @@ uint32_t alloc_gc_victim(struct zfs *fs)
 		double u, age, score;
 
 		/* Full zones, and parked ones (finished first if chosen). */
-		if (z->state != ZM_ZONE_DATA || !z->valid ||
+		if (z->state != ZM_ZONE_DATA || !z->valid || z->pending ||
 		    (z->flags & (ZFS_ZF_HEAD | ZFS_ZF_RESETQ | ZFS_ZF_GC)) ||
 		    (z->wp < z->start + z->cap && !(z->flags & ZFS_ZF_PARKED)) ||
 		    z->valid >= z->cap)
@@ -147,11 +161,7 @@ void alloc_gc_done(struct zfs *fs, uint32_t zone)
 
 	pthread_mutex_lock(&fs->alloc_lock);
 	z->flags &= (uint8_t)~ZFS_ZF_GC;
-	if (!z->valid && z->state == ZM_ZONE_DATA &&
-	    !(z->flags & ZFS_ZF_RESETQ)) {
-		z->flags |= ZFS_ZF_RESETQ;
-		fs->resetq[fs->nr_resetq++] = zone;
-	}
+	alloc_maybe_dead(fs, z);
 	pthread_mutex_unlock(&fs->alloc_lock);
 }
 
@@ -161,11 +171,21 @@ void alloc_zone_dead(void *arg, uint32_t zone, uint64_t seq)
 	struct zm_zone *z = &fs->m.zones[zone];
 
 	z->free_seq = seq;
-	if (z->state != ZM_ZONE_DATA ||
-	    (z->flags & (ZFS_ZF_HEAD | ZFS_ZF_RESETQ | ZFS_ZF_GC)))
-		return;
-	z->flags = (uint8_t)((z->flags & ~ZFS_ZF_PARKED) | ZFS_ZF_RESETQ);
-	fs->resetq[fs->nr_resetq++] = zone;
+	alloc_maybe_dead(fs, z);
+}
+
+void alloc_landed(struct zfs *fs, uint64_t addr, uint64_t len)
+{
+	struct zm_zone *z = &fs->m.zones[zm_zone_of(&fs->m, addr)];
+
+	pthread_mutex_lock(&fs->alloc_lock);
+	z->pending -= ZF_MIN(len, z->pending);
+	if (!z->pending && !z->valid) {
+		/* Whatever record dropped the zone's data, it is appended. */
+		z->free_seq = ZF_MAX(z->free_seq, jrnl_last_seq(fs->j));
+		alloc_maybe_dead(fs, z);
+	}
+	pthread_mutex_unlock(&fs->alloc_lock);
 }
 
 /* Finish @zone: it keeps its data and gives back its active slot. */
@@ -184,11 +204,7 @@ static void alloc_finish(struct zfs *fs, struct zm_zone *z)
 		fs->nr_active--;
 	z->wp = z->start + z->cap;
 	z->flags &= (uint8_t)~ZFS_ZF_PARKED;
-	if (!z->valid && z->state == ZM_ZONE_DATA &&
-	    !(z->flags & ZFS_ZF_RESETQ)) {
-		z->flags |= ZFS_ZF_RESETQ;
-		fs->resetq[fs->nr_resetq++] = id;
-	}
+	alloc_maybe_dead(fs, z);
 }
 
 /*
@@ -557,10 +573,7 @@ static void alloc_head_full(struct zfs *fs, struct zfs_head *head)
 
 	pthread_cond_broadcast(&fs->alloc_cv); /* an active slot is free */
 	z->flags &= (uint8_t)~ZFS_ZF_HEAD;
-	if (!z->valid && !(z->flags & ZFS_ZF_RESETQ)) {
-		z->flags |= ZFS_ZF_RESETQ;
-		fs->resetq[fs->nr_resetq++] = head->zone;
-	}
+	alloc_maybe_dead(fs, z);
 	head->zone = ZF_NO_ZONE;
 }
 
@@ -667,6 +680,7 @@ int alloc_head_write(struct zfs *fs, struct zfs_head *head, const void *buf,
 	*addr = z->wp;
 	*done = n;
 	z->wp += n;
+	z->pending += n; /* until alloc_landed() */
 	z->mtime = zfs_now();
 	if (z->wp == z->start + z->cap) {
 		if (fs->nr_active)
@@ -711,7 +725,8 @@ void alloc_put_head(struct zfs *fs, struct zfs_head *head)
 		struct zm_zone *z = &fs->m.zones[head->zone];
 
 		z->flags &= (uint8_t)~ZFS_ZF_HEAD;
-		if (!z->valid || z->start + z->cap - z->wp < z->cap / ALLOC_FINISH_DIV) {
+		if ((!z->valid && !z->pending) ||
+		    z->start + z->cap - z->wp < z->cap / ALLOC_FINISH_DIV) {
 			alloc_finish(fs, z);
 		} else {
 			z->flags |= ZFS_ZF_PARKED;
@@ -834,10 +849,14 @@ int alloc_reclaim(struct zfs *fs)
 		struct zm_zone *z = &fs->m.zones[id];
 		struct zf_rec_zone rec;
 
-		if (z->valid || (z->flags & (ZFS_ZF_HEAD | ZFS_ZF_GC)) ||
+		if (z->valid || z->pending ||
+		    (z->flags & (ZFS_ZF_HEAD | ZFS_ZF_GC)) ||
 		    z->state != ZM_ZONE_DATA) {
-			/* Live again (a head took it), or not ours: drop. */
-			if (z->valid || z->state != ZM_ZONE_DATA) {
+			/*
+			 * Live again (a head took it, a write landed), or not
+			 * ours: drop it; alloc_landed() queues it again.
+			 */
+			if (z->valid || z->pending || z->state != ZM_ZONE_DATA) {
 				z->flags &= (uint8_t)~ZFS_ZF_RESETQ;
 				fs->resetq[i] = fs->resetq[--fs->nr_resetq];
 				continue;

@@ -568,12 +568,13 @@ static int data_rmw(struct zfs *fs, struct zm_inode *in, struct zfs_chunk *c,
 }
 
 /*
- * Write chunk @c of @rt to zones. Fills @pieces (where each part landed)
- * and returns how many, or an errno.
+ * Write chunk @c of @rt to zones. Fills @pieces with where each part
+ * landed and *@npp with how many, also on failure (those parts are then
+ * garbage, but they were written). Returns 0 or an errno.
  */
 static int data_write_chunk(struct zfs *fs, struct zfs_rt *rt,
 			    struct zfs_chunk *c, struct data_piece **piecesp,
-			    uint32_t *maxp)
+			    uint32_t *maxp, uint32_t *npp)
 {
 	uint32_t bs = fs->bs, i = 0, np = 0;
 	struct data_piece *pieces = *piecesp;
@@ -611,7 +612,7 @@ static int data_write_chunk(struct zfs *fs, struct zfs_rt *rt,
 		ret = data_rmw(fs, rt->inode, c, rs, re);
 		pthread_rwlock_unlock(&rt->lock);
 		if (ret)
-			return ret;
+			goto out;
 		while (rs < re) {
 			uint64_t addr;
 			size_t done;
@@ -621,8 +622,10 @@ static int data_write_chunk(struct zfs *fs, struct zfs_rt *rt,
 				struct data_piece *nps =
 					realloc(pieces, nmax * sizeof(*nps));
 
-				if (!nps)
-					return -ENOMEM;
+				if (!nps) {
+					ret = -ENOMEM;
+					goto out;
+				}
 				pieces = *piecesp = nps;
 				*maxp = nmax;
 			}
@@ -634,7 +637,7 @@ static int data_write_chunk(struct zfs *fs, struct zfs_rt *rt,
 				continue;
 			}
 			if (ret)
-				return ret;
+				goto out;
 			if (np && pieces[np - 1].foff + pieces[np - 1].len ==
 					  c->foff + rs &&
 			    pieces[np - 1].addr + pieces[np - 1].len == addr &&
@@ -650,7 +653,18 @@ static int data_write_chunk(struct zfs *fs, struct zfs_rt *rt,
 			rs += (uint32_t)done;
 		}
 	}
-	return (int)np;
+out:
+	*npp = np;
+	return ret;
+}
+
+/* The pieces' zones no longer wait for their records. */
+static void data_land(struct zfs *fs, const struct data_piece *pieces, int np)
+{
+	int i;
+
+	for (i = 0; i < np; i++)
+		alloc_landed(fs, pieces[i].addr, ZF_ROUND_UP(pieces[i].len, (uint64_t)fs->bs));
 }
 
 /*
@@ -692,6 +706,7 @@ static void data_apply_chunk(struct zfs *fs, struct zfs_rt *rt,
 		rt->wb_last = NULL;
 	pthread_rwlock_unlock(&rt->lock);
 	pthread_rwlock_unlock(&fs->meta_lock);
+	data_land(fs, pieces, np);
 
 	alloc_unreserve(fs, c->reserved);
 	pthread_mutex_lock(&fs->wb_lock);
@@ -766,7 +781,8 @@ static void data_wb_inode(struct zfs *fs, struct zfs_rt *rt,
 
 	for (;;) {
 		struct zfs_chunk *c;
-		int np;
+		uint32_t np;
+		int ret;
 
 		pthread_rwlock_wrlock(&rt->lock);
 		c = rt->wb_first;
@@ -775,23 +791,26 @@ static void data_wb_inode(struct zfs *fs, struct zfs_rt *rt,
 			return;
 		}
 		pthread_rwlock_unlock(&rt->lock);
-		np = fs->error == -ESHUTDOWN ?
-			     -ESHUTDOWN :
-			     data_write_chunk(fs, rt, c, pieces, max);
-		if (np == -ENOSPC && data_enospc_retry(fs, &tries))
-			continue;
-		tries = 0;
-		if (np < 0) {
-			if (np != -ESHUTDOWN)
+		np = 0;
+		ret = fs->error == -ESHUTDOWN ?
+			      -ESHUTDOWN :
+			      data_write_chunk(fs, rt, c, pieces, max, &np);
+		if (ret) {
+			/* What was written of it is garbage now. */
+			data_land(fs, *pieces, (int)np);
+			np = 0;
+			if (ret == -ENOSPC && data_enospc_retry(fs, &tries))
+				continue;
+			if (ret != -ESHUTDOWN)
 				zlog_err("%s: writing data of inode %" PRIu64 " at offset %" PRIu64 " failed: %s; that data is lost",
 					 zdev_path(fs->dev), rt->ino, c->foff,
-					 strerror(-np));
+					 strerror(-ret));
 			pthread_rwlock_wrlock(&rt->lock);
-			rt->wb_error = np;
+			rt->wb_error = ret;
 			pthread_rwlock_unlock(&rt->lock);
-			np = 0;
 		}
-		data_apply_chunk(fs, rt, c, *pieces, np);
+		tries = 0;
+		data_apply_chunk(fs, rt, c, *pieces, (int)np);
 	}
 }
 

@@ -163,13 +163,13 @@ static int gc_move(struct zfs *fs, const struct gc_piece *p, char *buf,
 			/* The file bytes of this part: [from, to) of the old. */
 			from = ZF_MAX(as + done, pos);
 			to = ZF_MIN(as + done + wrote, lend);
-			if (to > from) {
+			if (to > from)
 				ret = gc_log_move(fs, p->ino, from,
 						  addr + (from - (as + done)),
 						  to - from);
-				if (ret)
-					return ret;
-			}
+			alloc_landed(fs, addr, wrote);
+			if (ret)
+				return ret;
 			done += wrote;
 		}
 		pos = lend;

@@ -273,6 +273,11 @@ void alloc_destroy(struct zfs *fs);
  */
 int alloc_head_write(struct zfs *fs, struct zfs_head *head, const void *buf,
 		     size_t len, uint64_t *addr, size_t *done);
+/*
+ * The @len bytes written at @addr (by alloc_head_write()) are now named by
+ * an applied record, or will never be: they stop keeping their zone alive.
+ */
+void alloc_landed(struct zfs *fs, uint64_t addr, uint64_t len);
 struct zfs_head *alloc_private_head(struct zfs *fs, uint64_t group);
 void alloc_put_head(struct zfs *fs, struct zfs_head *head);
 /* Reserve @len bytes of space for staged data: -ENOSPC when full. */

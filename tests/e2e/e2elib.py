@@ -25,7 +25,7 @@ import traceback
 NAME = os.path.splitext(os.path.basename(sys.argv[0]))[0]
 ZONEFUSE = os.environ.get("ZONEFUSE", "")
 WORK = None
-TIMEOUT = int(os.environ.get("E2E_TIMEOUT", "200"))
+TIMEOUT = int(os.environ.get("E2E_TIMEOUT", "240"))
 _mounts = []
 _timed_out = threading.Event()
 _done = threading.Event()

@@ -14,7 +14,7 @@ E2E_REMOVE=() # symlinks a test made outside $E2E_WORK, removed on exit
 E2E_FAILS=0
 E2E_WATCHDOG=
 # Seconds after which the watchdog ends a hung test (below meson's timeout).
-E2E_TIMEOUT=${E2E_TIMEOUT:-200}
+E2E_TIMEOUT=${E2E_TIMEOUT:-240}
 
 e2e_log()
 {

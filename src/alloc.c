@@ -65,11 +65,13 @@ static void alloc_maybe_dead(struct zfs *fs, struct zm_zone *z)
 static uint32_t alloc_floor(struct zfs *fs)
 {
 	uint64_t cap = fs->m.zones[le32toh(fs->sb.super_zone[0])].cap;
-	struct jrnl_stats st;
 
-	jrnl_get_stats(fs->j, &st);
+	/*
+	 * The snapshot size as last encoded: asking the journal could wait
+	 * for its committer, which may be waiting for alloc_lock.
+	 */
 	return fs->reserve_zones +
-	       (uint32_t)ZF_DIV_ROUND_UP(st.snap_bytes + 1, cap);
+	       (uint32_t)ZF_DIV_ROUND_UP(fs->snap_bytes + 1, cap);
 }
 
 /*
@@ -422,8 +424,25 @@ static void alloc_jrnl_release(void *arg, uint32_t zone)
 	pthread_mutex_unlock(&fs->alloc_lock);
 }
 
+/* Counts what a snapshot emits on its way to the journal. */
+struct alloc_snap_count {
+	zm_emit_fn emit;
+	void *arg;
+	uint64_t bytes;
+};
+
+static int alloc_snap_counted(void *arg, uint16_t type, const void *payload,
+			      uint32_t len)
+{
+	struct alloc_snap_count *c = arg;
+
+	c->bytes += sizeof(struct zf_rec_hdr) + ZF_ROUND_UP(len, ZF_REC_ALIGN);
+	return c->emit(c->arg, type, payload, len);
+}
+
 static int alloc_jrnl_snapshot(void *arg, zm_emit_fn emit, void *emit_arg)
 {
+	struct alloc_snap_count count = { .emit = emit, .arg = emit_arg };
 	struct zfs *fs = arg;
 	struct zdev_stats ds;
 	int ret;
@@ -434,9 +453,11 @@ static int alloc_jrnl_snapshot(void *arg, zm_emit_fn emit, void *emit_arg)
 	fs->m.counters.device_bytes = fs->base_device_bytes + ds.bytes_written;
 	fs->m.counters.gc_bytes = fs->base_gc_bytes + fs->gc_bytes;
 	pthread_mutex_lock(&fs->alloc_lock);
-	ret = zm_snap_encode(&fs->m, emit, emit_arg);
+	ret = zm_snap_encode(&fs->m, alloc_snap_counted, &count);
 	pthread_mutex_unlock(&fs->alloc_lock);
 	pthread_rwlock_unlock(&fs->meta_lock);
+	if (!ret)
+		fs->snap_bytes = count.bytes;
 	return ret;
 }
 
@@ -968,6 +989,7 @@ int alloc_init(struct zfs *fs)
 	if (zdev_report(fs->dev, 0, fs->m.nr_zones, rep) != (int)fs->m.nr_zones)
 		memset(rep, 0, fs->m.nr_zones * sizeof(*rep));
 	fs->reserve_zones = le32toh(fs->sb.reserve_zones);
+	fs->snap_bytes = fs->replay.snap_bytes;
 	fs->max_active = g->max_active;
 	fs->small.zone = fs->hot.zone = fs->gc.zone = ZF_NO_ZONE;
 	fs->small.kind = ZFS_HEAD_SMALL;

@@ -37,6 +37,14 @@ int cli_size_arg(const char *cmd, const char *opt, const char *val,
 int cli_u32_arg(const char *cmd, const char *opt, const char *val,
 		uint32_t *out);
 
+/*
+ * Refuse (-EBUSY, with a message) a device that is mounted: tools would
+ * otherwise wait for the mount's lock, as they do for a daemon finishing
+ * its unmount.
+ */
+int cli_refuse_mounted(const char *cmd, const char *path);
+char *cli_mounted_on(const char *path);
+
 /* Print a JSON string with escapes. */
 void cli_json_str(const char *s);
 

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 #include "zonefuse/util.h"
@@ -65,4 +68,44 @@ void cli_json_str(const char *s)
 			putchar(c);
 	}
 	putchar('"');
+}
+
+/*
+ * The mount point of a zonefuse mount of @path, from mountinfo (the mount
+ * shows the device's absolute path as its source), or NULL.
+ */
+char *cli_mounted_on(const char *path)
+{
+	char real[PATH_MAX], line[8192], *dir = NULL;
+	FILE *f;
+
+	if (!realpath(path, real))
+		return NULL;
+	f = fopen("/proc/self/mountinfo", "r");
+	if (!f)
+		return NULL;
+	while (!dir && fgets(line, sizeof(line), f)) {
+		char mnt[4096], type[256], src[4096];
+		char *sep = strstr(line, " - ");
+
+		if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 ||
+		    sscanf(sep + 3, "%255s %4095s", type, src) != 2)
+			continue;
+		if (!strcmp(type, "fuse.zonefuse") && !strcmp(src, real))
+			dir = strdup(mnt);
+	}
+	fclose(f);
+	return dir;
+}
+
+int cli_refuse_mounted(const char *cmd, const char *path)
+{
+	char *dir = cli_mounted_on(path);
+
+	if (!dir)
+		return 0;
+	cli_error(cmd, "%s is mounted on %s: unmount it first (umount %s)",
+		  path, dir, dir);
+	free(dir);
+	return -EBUSY;
 }

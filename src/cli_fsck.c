@@ -76,6 +76,8 @@ int cli_fsck(int argc, char **argv)
 		fsck_usage(stderr);
 		return ZFS_FSCK_USAGE;
 	}
+	if (cli_refuse_mounted("fsck", argv[optind]))
+		return ZFS_FSCK_OPERROR;
 	if (out.json) {
 		printf("{\"device\": ");
 		cli_json_str(argv[optind]);

@@ -94,6 +94,8 @@ int cli_mkfs(int argc, char **argv)
 		mkfs_usage(stderr);
 		return CLI_EXIT_USAGE;
 	}
+	if (cli_refuse_mounted("mkfs", argv[optind]))
+		return 1;
 	prog.tty = isatty(STDERR_FILENO);
 	prog.start = zutil_now_mono_ns();
 	o.progress = mkfs_progress;

@@ -8,6 +8,7 @@
  * non-zero exit, not in syslog after a "successful" mount.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,7 +111,7 @@ int cli_mount(int argc, char **argv)
 	struct zfs_opts zo = { 0 };
 	struct fuse_session *se = NULL;
 	const char *dev = NULL, *dir = NULL;
-	char err[512] = "", *fsname = NULL;
+	char err[512] = "", *fsname = NULL, real[PATH_MAX];
 	struct zfs *fs = NULL;
 	struct stat st;
 	int i, ret = 1;
@@ -154,13 +155,32 @@ int cli_mount(int argc, char **argv)
 	}
 	if (cfg.debug)
 		zlog_set_level(ZLOG_DEBUG);
-
-	/* Show as "DEVICE on DIR type fuse.zonefuse" in mount(8). */
-	if (asprintf(&fsname, "-ofsname=%s,subtype=zonefuse", dev) < 0)
+	if (cli_refuse_mounted("mount", dev))
 		goto out_args;
-	for (char *p = fsname + 9; *p && *p != ','; p++)
+
+	/*
+	 * Show as "DEVICE on DIR type fuse.zonefuse" in mount(8), with the
+	 * device's absolute path: the tools find mounts by it.
+	 */
+	if (!realpath(dev, real)) {
+		cli_error("mount", "%s: %s", dev, strerror(errno));
+		goto out_args;
+	}
+	/* A comma would end the option: FUSE takes it escaped. */
+	fsname = malloc(2 * strlen(real) + 32);
+	if (!fsname)
+		goto out_args;
+	strcpy(fsname, "-ofsname=");
+	for (const char *p = real, *e = fsname + strlen(fsname); *p; p++) {
+		char *q = (char *)e;
+
 		if (*p == ',' || *p == '\\')
-			*p = '_';
+			*q++ = '\\';
+		*q++ = *p;
+		*q = '\0';
+		e = q;
+	}
+	strcat(fsname, ",subtype=zonefuse");
 	fuse_opt_add_arg(&args, fsname);
 
 	zo.rdonly = cfg.ro;

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <unistd.h>
 #include <fuse_lowlevel.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -88,8 +89,19 @@ static void fs_ll_init(void *userdata, struct fuse_conn_info *conn)
 
 static void fs_ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	struct zfs_ctx c;
 	struct stat st;
-	int ret = zfs_lookup(fs_of(req), parent, name, &st);
+	int ret = 0;
+
+	/*
+	 * Without default_permissions the kernel checks nothing on a path
+	 * walk: searching a directory needs its execute bit (root passes).
+	 */
+	fs_ctx(req, &c);
+	if (c.uid)
+		ret = zfs_access(fs_of(req), &c, parent, X_OK);
+	if (!ret)
+		ret = zfs_lookup(fs_of(req), parent, name, &st);
 
 	fs_trace("lookup", parent, name, ret);
 	fs_reply_entry(req, ret, &st);

@@ -1918,20 +1918,18 @@ int zfs_reclaim_now(struct zfs *fs)
 static int zfs_log_counters(struct zfs *fs)
 {
 	struct zf_rec_counters rec;
+	struct jrnl_stats js;
 	struct zdev_stats ds;
 	int ret;
 
+	/* Before meta_lock: the journal's committer may be waiting for it. */
+	jrnl_get_stats(fs->j, &js);
 	zdev_get_stats(fs->dev, &ds);
 	pthread_rwlock_rdlock(&fs->meta_lock);
 	rec.host_bytes = htole64(fs->base_host_bytes + fs->host_bytes);
 	rec.device_bytes = htole64(fs->base_device_bytes + ds.bytes_written);
 	rec.gc_bytes = htole64(fs->base_gc_bytes + fs->gc_bytes);
-	{
-		struct jrnl_stats js;
-
-		jrnl_get_stats(fs->j, &js);
-		rec.meta_bytes = htole64(fs->base_meta_bytes + js.meta_bytes);
-	}
+	rec.meta_bytes = htole64(fs->base_meta_bytes + js.meta_bytes);
 	if (le64toh(rec.host_bytes) == fs->m.counters.host_bytes &&
 	    le64toh(rec.device_bytes) == fs->m.counters.device_bytes) {
 		pthread_rwlock_unlock(&fs->meta_lock);

@@ -152,6 +152,7 @@ struct zfs {
 	uint32_t nr_resetq;
 	uint64_t reserved;	/* bytes staged, promised to writers */
 	uint32_t reserve_zones;
+	_Atomic uint64_t snap_bytes; /* size of the last journal snapshot */
 
 	/* Writeback: protected by wb_lock. */
 	pthread_mutex_t wb_lock;

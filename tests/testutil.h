@@ -13,6 +13,7 @@
 
 #include "zonefuse/zdev.h"
 #include "zonefuse/zemu.h"
+#include "zonefuse/zfs.h"
 
 /* The exit status meson reports as SKIP. */
 #define TU_EXIT_SKIP 77
@@ -59,6 +60,93 @@ bool tu_is_zero(const void *buf, size_t len);
 
 /* Report one zone into @z; asserts the report worked. */
 void tu_report1(struct zdev *dev, uint32_t zone, struct zdev_zone *z);
+
+/* ---- file-system images (zfs.h) ---------------------------------------- */
+
+/*
+ * Create an emulator image at @path with @p and make a file system on it
+ * (zfs_mkfs, default reserve); asserts both worked.
+ */
+void tu_mkfs_image(const char *path, const struct zemu_params *p);
+
+/* File offset of device byte 0 in the emulator image @path (its data_off). */
+uint64_t tu_image_data_off(const char *path);
+
+/*
+ * Overwrite @len bytes of the image @path at device offset @dev_off, behind
+ * the emulator's back (the write pointers do not move): corruption as a
+ * bad sector or a stray writer would leave it. tu_image_read() reads them.
+ */
+void tu_image_write(const char *path, uint64_t dev_off, const void *buf,
+		    size_t len);
+void tu_image_read(const char *path, uint64_t dev_off, void *buf, size_t len);
+
+/* Flip (xor 0xff) the byte at device offset @dev_off of the image @path. */
+void tu_image_flip(const char *path, uint64_t dev_off);
+
+/* Copy the file @from to @to (which is replaced). */
+void tu_copy_file(const char *from, const char *to);
+
+/* @len pseudo-random bytes from @seed (xorshift: the same on every run). */
+void tu_random(void *buf, size_t len, uint64_t seed);
+
+/* ---- driving a mounted file system (zfs.h), without FUSE ---------------- */
+
+/* Who the helpers below act as: root, umask 022. */
+extern const struct zfs_ctx tu_root_ctx;
+
+/*
+ * Mount the file system on @img (read-only with @rdonly) with a commit
+ * interval of an hour and no reclaim thread, so that nothing is committed
+ * or reset behind the test's back; asserts it worked.
+ */
+struct zfs *tu_mount(const char *img, bool rdonly);
+/* zfs_unmount(), asserting it returned 0. */
+void tu_unmount(struct zfs *fs);
+
+/* The inode at absolute @path ("/a/b"), or a negative errno. */
+int64_t tu_ino(struct zfs *fs, const char *path);
+
+/*
+ * Namespace operations on absolute paths. Each returns what the zfs_ call
+ * returned (0 or a negative errno), and holds no lookup or open afterwards.
+ */
+int tu_mkdir(struct zfs *fs, const char *path, unsigned int mode);
+int tu_symlink(struct zfs *fs, const char *path, const char *target);
+int tu_link(struct zfs *fs, const char *from, const char *to);
+int tu_rename(struct zfs *fs, const char *from, const char *to,
+	      unsigned int flags);
+int tu_unlink(struct zfs *fs, const char *path);
+int tu_rmdir(struct zfs *fs, const char *path);
+int tu_setxattr(struct zfs *fs, const char *path, const char *name,
+		const void *value, size_t len);
+int tu_removexattr(struct zfs *fs, const char *path, const char *name);
+int tu_truncate(struct zfs *fs, const char *path, uint64_t size);
+int tu_chmod(struct zfs *fs, const char *path, unsigned int mode);
+
+/*
+ * Write @len bytes of the tu_fill() pattern (@seed, named by file offset)
+ * at @off (a multiple of 8) of @path, creating the file if it does not
+ * exist. Not synced. Each byte depends only on its offset and @seed.
+ */
+int tu_write(struct zfs *fs, const char *path, uint64_t off, size_t len,
+	     uint32_t seed);
+/*
+ * Read @len bytes at @off of @path and compare them with the pattern
+ * (@seed); a @seed of 0 means zeros (a hole). Returns 0, the negative
+ * errno of a failed call, or -EILSEQ on a mismatch (said on stderr).
+ */
+int tu_verify(struct zfs *fs, const char *path, uint64_t off, size_t len,
+	      uint32_t seed);
+
+/*
+ * Everything a user can see of the file system, as text (one line per
+ * name, depth first, names sorted): type, permissions, owner, link count,
+ * size, a CRC of the data, symlink targets and xattrs. Times and inode
+ * numbers are left out: two file systems that went through the same
+ * changes have the same digest. free() the result.
+ */
+char *tu_digest(struct zfs *fs);
 
 /* Print one line saying why a test is skipped (the test then passes). */
 __attribute__((format(printf, 1, 2))) void tu_skip(const char *fmt, ...);

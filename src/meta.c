@@ -1597,12 +1597,88 @@ static int zm_load_list(struct zmeta *m, uint16_t type, const void *p,
 	}
 }
 
+static int zm_u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Free the orphans: inodes unlinked while open when the snapshot was
+ * taken. An inode with no link that an entry still names is not one (its
+ * count is wrong, which fsck repairs): freeing it would leave the entry
+ * naming nothing. So the link-less inodes are listed, those some entry
+ * names are kept, and the rest go.
+ */
+static int zm_load_orphans(struct zmeta *m)
+{
+	uint64_t *cand = NULL, n = 0, cap = 0, k;
+	bool *named;
+	uint32_t i;
+
+	for (i = 0; i <= m->imask; i++) {
+		const struct zm_inode *in;
+
+		for (in = m->itab[i]; in; in = in->hnext) {
+			if (in->nlink || in->ino == ZF_ROOT_INO ||
+			    (zm_is_dir(in) && in->d.count))
+				continue;
+			if (n == cap) {
+				uint64_t *nc;
+
+				cap = cap ? cap * 2 : 16;
+				nc = realloc(cand, cap * sizeof(*cand));
+				if (!nc) {
+					free(cand);
+					return -ENOMEM;
+				}
+				cand = nc;
+			}
+			cand[n++] = in->ino;
+		}
+	}
+	if (!n)
+		return 0;
+	named = calloc(n, sizeof(*named));
+	if (!named) {
+		free(cand);
+		return -ENOMEM;
+	}
+	qsort(cand, n, sizeof(*cand), zm_u64_cmp);
+	for (i = 0; i <= m->imask; i++) {
+		const struct zm_inode *d;
+
+		for (d = m->itab[i]; d; d = d->hnext) {
+			const struct zm_dent *e;
+
+			if (!zm_is_dir(d))
+				continue;
+			for (e = zm_dir_next(d, 0); e;
+			     e = zm_dir_next(d, e->cookie)) {
+				uint64_t *hit = bsearch(&e->ino, cand, n,
+							sizeof(*cand),
+							zm_u64_cmp);
+
+				if (hit)
+					named[hit - cand] = true;
+			}
+		}
+	}
+	for (k = 0; k < n; k++)
+		if (!named[k])
+			zm_inode_free(m, zm_iget(m, cand[k]));
+	free(named);
+	free(cand);
+	return 0;
+}
+
 static int zm_load_end(struct zmeta *m, const void *p, uint32_t len,
 		       char *why, size_t wl)
 {
 	const struct zf_rec_snap_end *r = p;
 	struct zm_inode *root;
-	uint32_t i;
+	int ret;
 
 	if (len != sizeof(*r) || le64toh(r->nr_records) != m->load_records)
 		return zm_bad(why, wl, "snapshot record count mismatch");
@@ -1611,17 +1687,9 @@ static int zm_load_end(struct zmeta *m, const void *p, uint32_t len,
 	root = zm_iget(m, ZF_ROOT_INO);
 	if (!root || !zm_is_dir(root))
 		return zm_bad(why, wl, "snapshot has no root directory");
-	/* Orphans: unlinked while open when the snapshot was taken. */
-	for (i = 0; i <= m->imask; i++) {
-		struct zm_inode *in = m->itab[i], *next;
-
-		for (; in; in = next) {
-			next = in->hnext;
-			if (!in->nlink && in->ino != ZF_ROOT_INO &&
-			    !(zm_is_dir(in) && in->d.count))
-				zm_inode_free(m, in);
-		}
-	}
+	ret = zm_load_orphans(m);
+	if (ret)
+		return ret;
 	m->load_inodes = 0;
 	return 0;
 }

@@ -1052,6 +1052,7 @@ static int jrnl_find_anchor(struct jrnl *j, struct zf_anchor *best,
 		uint64_t used = z->type == ZDEV_ZONE_CONV ? len : z->wp - z->start;
 		struct zf_super sb;
 		uint32_t count = 0;
+		bool sb_ok;
 
 		z->state = ZM_ZONE_SUPER;
 		used = ZF_MIN(used, len);
@@ -1064,9 +1065,16 @@ static int jrnl_find_anchor(struct jrnl *j, struct zf_anchor *best,
 			free(buf);
 			return ret;
 		}
+		/*
+		 * A valid superblock of another file system: its anchors are
+		 * not ours. A damaged one (a bad sector) does not make the
+		 * anchors after it bad: each is checked on its own (CRC, our
+		 * uuid), and the other copy gave us the superblock. Skipping
+		 * them would lose the file system to one bad block.
+		 */
 		memcpy(&sb, buf, sizeof(sb));
-		if (jrnl_check_super(&sb, j->dev, NULL, 0) ||
-		    memcmp(sb.uuid, j->sb.uuid, sizeof(sb.uuid)))
+		sb_ok = !jrnl_check_super(&sb, j->dev, NULL, 0);
+		if (sb_ok && memcmp(sb.uuid, j->sb.uuid, sizeof(sb.uuid)))
 			continue;
 		for (k = 0; k < per && ZF_SB_UNIT + (k + 1) * (uint64_t)j->bs <= used;
 		     k++) {
@@ -1089,7 +1097,8 @@ static int jrnl_find_anchor(struct jrnl *j, struct zf_anchor *best,
 				j->sz_count = count;
 				j->sz_wpos = z->start + ZF_SB_UNIT +
 					     (uint64_t)(k + 1) * j->bs;
-				if (le64toh(sb.sb_gen) > le64toh(j->sb.sb_gen))
+				if (sb_ok &&
+				    le64toh(sb.sb_gen) > le64toh(j->sb.sb_gen))
 					j->sb.sb_gen = sb.sb_gen;
 			}
 		}

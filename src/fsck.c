@@ -137,7 +137,7 @@ static void fsck_overlaps(struct fsck *f)
 	struct zmeta *m = &f->fs->m;
 	struct fsck_ext *all = NULL;
 	uint64_t *valid;
-	size_t n = 0, cap = 0, i;
+	size_t n = 0, cap = 0, i, far;
 
 	valid = calloc(m->nr_zones, sizeof(*valid));
 	if (!valid)
@@ -166,12 +166,20 @@ static void fsck_overlaps(struct fsck *f)
 			n++;
 		}
 	}
-	qsort(all, n, sizeof(*all), fsck_ext_cmp);
-	for (i = 1; i < n; i++)
-		if (all[i - 1].addr + all[i - 1].len > all[i].addr)
+	if (n)
+		qsort(all, n, sizeof(*all), fsck_ext_cmp);
+	/*
+	 * Each extent against the one reaching furthest before it, not just
+	 * its neighbour: two small extents inside a large one both overlap it.
+	 */
+	for (i = 1, far = 0; i < n; i++) {
+		if (all[far].addr + all[far].len > all[i].addr)
 			fsck_problem(f, false,
 				     "inodes %" PRIu64 " and %" PRIu64 " both map device bytes at 0x%" PRIx64 ": one of them has the other's data",
-				     all[i - 1].ino, all[i].ino, all[i].addr);
+				     all[far].ino, all[i].ino, all[i].addr);
+		if (all[i].addr + all[i].len > all[far].addr + all[far].len)
+			far = i;
+	}
 	for (i = 0; i < m->nr_zones; i++) {
 		struct zm_zone *z = &m->zones[i];
 
@@ -219,33 +227,119 @@ static struct zm_inode *fsck_lost_found(struct fsck *f)
 }
 
 /*
+ * Mark @top and everything below it reached (nlookup 1). Returns how many
+ * inodes were newly marked. @queue has room for every inode.
+ */
+static uint64_t fsck_reach(struct zmeta *m, uint64_t *queue,
+			   struct zm_inode *top)
+{
+	uint64_t head = 0, tail = 0;
+
+	top->nlookup = 1;
+	queue[tail++] = top->ino;
+	while (head < tail) {
+		struct zm_inode *in = zm_iget(m, queue[head++]);
+		struct zm_dent *e;
+
+		if (!zm_is_dir(in))
+			continue;
+		for (e = zm_dir_next(in, 0); e; e = zm_dir_next(in, e->cookie)) {
+			struct zm_inode *c = zm_iget(m, e->ino);
+
+			if (c && c->nlookup != 1 && tail <= m->nr_inodes) {
+				c->nlookup = 1;
+				queue[tail++] = c->ino;
+			}
+		}
+	}
+	return tail;
+}
+
+/* Report (and with repair, name in /lost+found) unreachable @in. */
+static void fsck_unreachable(struct fsck *f, struct zm_inode *in,
+			     uint64_t below, struct zm_inode **lf)
+{
+	const char *what = zm_is_dir(in) ? "directory" : "file";
+	char name[32], more[64] = "";
+
+	if (below)
+		snprintf(more, sizeof(more), ", %" PRIu64 " inodes below it",
+			 below);
+	if (!f->repair) {
+		fsck_problem(f, false,
+			     "inode %" PRIu64 " (%s, %" PRIu64 " bytes%s) is not reachable from the root",
+			     in->ino, what, in->size, more);
+		return;
+	}
+	if (!*lf) {
+		*lf = fsck_lost_found(f);
+		if (*lf)
+			(*lf)->nlookup = 1;
+	}
+	snprintf(name, sizeof(name), "#%" PRIu64, in->ino);
+	if (*lf && !zm_dent_add(*lf, name, in->ino)) {
+		if (zm_is_dir(in))
+			in->parent = (*lf)->ino;
+		fsck_problem(f, true,
+			     "inode %" PRIu64 " (%s, %" PRIu64 " bytes%s) was not reachable: now /lost+found/%s",
+			     in->ino, what, in->size, more, name);
+	} else {
+		fsck_problem(f, false,
+			     "inode %" PRIu64 " is not reachable and cannot be put in /lost+found",
+			     in->ino);
+	}
+}
+
+/*
  * Reachability and directory structure: walk from the root; every inode
  * must be reached, every directory exactly once and from its parent.
+ *
+ * Of what the walk did not reach, only the top of each unreachable subtree
+ * is reported and named in /lost+found: what is below it comes along
+ * (naming each inode would give those a second name). A top is an
+ * unreached inode no unreached directory names; a ring of directories
+ * naming each other has none, so one of them is taken. The tops are
+ * listed before /lost+found is made: making it adds an inode, which may
+ * rehash the inode table under an iteration.
  */
 static void fsck_tree(struct fsck *f)
 {
 	struct zmeta *m = &f->fs->m;
-	uint64_t *queue, head = 0, tail = 0;
+	uint64_t *queue, *tops, head = 0, tail = 0, i;
 	struct zm_inode *lf = NULL;
 
-	queue = calloc(m->nr_inodes + 1, sizeof(*queue));
-	if (!queue)
-		return;
+	/* + 1 for /lost+found, made below. */
+	queue = calloc(m->nr_inodes + 2, sizeof(*queue));
+	tops = calloc(m->nr_inodes + 1, sizeof(*tops));
+	if (!queue || !tops)
+		goto out_free;
 	/*
 	 * The visit mark is kept in nlookup, which nothing uses offline.
-	 * (fsck runs on a mount no kernel sees.)
+	 * (fsck runs on a mount no kernel sees.) 1: reached; 2: not reached
+	 * but named by a directory not reached either.
 	 */
 	fsck_for_each_inode(m, in) in->nlookup = 0;
 	queue[tail++] = ZF_ROOT_INO;
 	zm_iget(m, ZF_ROOT_INO)->nlookup = 1;
 	while (head < tail) {
 		struct zm_inode *dir = zm_iget(m, queue[head++]);
-		struct zm_dent *e;
+		struct zm_dent *e, *next;
 
 		f->res->dirs++;
-		for (e = zm_dir_next(dir, 0); e; e = zm_dir_next(dir, e->cookie)) {
+		for (e = zm_dir_next(dir, 0); e; e = next) {
 			struct zm_inode *c = zm_iget(m, e->ino);
 
+			next = zm_dir_next(dir, e->cookie);
+			if (!c) {
+				/* Nothing to name: the entry goes. */
+				fsck_problem(f, f->repair,
+					     "entry '%s' in directory %" PRIu64 " names inode %" PRIu64 ", which does not exist%s",
+					     e->name, dir->ino, e->ino,
+					     f->repair ? "; removed" : "");
+				if (f->repair)
+					zm_dent_del(dir, e);
+				continue;
+			}
 			if (!zm_is_dir(c))
 				continue;
 			if (c->nlookup) {
@@ -265,40 +359,59 @@ static void fsck_tree(struct fsck *f)
 			if (tail <= m->nr_inodes)
 				queue[tail++] = c->ino;
 		}
-		for (e = zm_dir_next(dir, 0); e; e = zm_dir_next(dir, e->cookie))
-			zm_iget(m, e->ino)->nlookup = 1;
-	}
-	fsck_for_each_inode(m, in)
-	{
-		char name[32];
+		for (e = zm_dir_next(dir, 0); e; e = zm_dir_next(dir, e->cookie)) {
+			struct zm_inode *c = zm_iget(m, e->ino);
 
-		f->res->inodes++;
-		if (in->nlookup)
-			continue;
-		if (!f->repair) {
-			fsck_problem(f, false,
-				     "inode %" PRIu64 " (%s, %" PRIu64 " bytes) is not reachable from the root",
-				     in->ino, zm_is_dir(in) ? "directory" : "file",
-				     in->size);
-			continue;
+			if (c)
+				c->nlookup = 1;
 		}
-		if (!lf)
-			lf = fsck_lost_found(f);
-		snprintf(name, sizeof(name), "#%" PRIu64, in->ino);
-		if (lf && !zm_dent_add(lf, name, in->ino)) {
-			if (zm_is_dir(in))
-				in->parent = lf->ino;
-			fsck_problem(f, true,
-				     "inode %" PRIu64 " (%s, %" PRIu64 " bytes) was not reachable: now /lost+found/%s",
-				     in->ino, zm_is_dir(in) ? "directory" : "file",
-				     in->size, name);
-		} else {
-			fsck_problem(f, false,
-				     "inode %" PRIu64 " is not reachable and cannot be put in /lost+found",
-				     in->ino);
+	}
+	fsck_for_each_inode(m, in) f->res->inodes++;
+	for (;;) {
+		uint64_t ntops = 0;
+
+		fsck_for_each_inode(m, in)
+		{
+			struct zm_dent *e;
+
+			if (in->nlookup == 1 || !zm_is_dir(in))
+				continue;
+			for (e = zm_dir_next(in, 0); e;
+			     e = zm_dir_next(in, e->cookie)) {
+				struct zm_inode *c = zm_iget(m, e->ino);
+
+				if (c && !c->nlookup)
+					c->nlookup = 2;
+			}
+		}
+		fsck_for_each_inode(m, in)
+		{
+			if (!in->nlookup)
+				tops[ntops++] = in->ino;
+		}
+		/* Only rings are left: take one of them. */
+		fsck_for_each_inode(m, in)
+		{
+			if (!ntops && in->nlookup == 2)
+				tops[ntops++] = in->ino;
+		}
+		if (!ntops)
+			break;
+		for (i = 0; i < ntops; i++) {
+			struct zm_inode *in = zm_iget(m, tops[i]);
+
+			fsck_unreachable(f, in, fsck_reach(m, queue, in) - 1,
+					 &lf);
+		}
+		fsck_for_each_inode(m, in)
+		{
+			if (in->nlookup == 2)
+				in->nlookup = 0;
 		}
 	}
 	fsck_for_each_inode(m, in) in->nlookup = 0;
+out_free:
+	free(tops);
 	free(queue);
 }
 
@@ -318,6 +431,8 @@ static void fsck_links(struct fsck *f)
 		for (e = zm_dir_next(in, 0); e; e = zm_dir_next(in, e->cookie)) {
 			struct zm_inode *c = zm_iget(m, e->ino);
 
+			if (!c)
+				continue; /* reported by fsck_tree() */
 			if (zm_is_dir(c))
 				in->nlookup++;
 			else

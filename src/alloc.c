@@ -332,6 +332,38 @@ static bool alloc_active_ok(struct zfs *fs, enum alloc_kind kind,
 }
 
 /*
+ * Out of free zones, with dead ones queued: reset one whose freeing record
+ * is durable right here, instead of waiting for the background thread
+ * (the journal, which may be asking, cannot wait: it is the committer).
+ * Its reset count reaches the journal with the next snapshot. True if a
+ * zone was freed. alloc_lock held.
+ */
+static bool alloc_reset_now(struct zfs *fs)
+{
+	uint64_t durable = jrnl_durable_seq(fs->j);
+	uint32_t i;
+
+	for (i = 0; i < fs->nr_resetq; i++) {
+		uint32_t id = fs->resetq[i];
+		struct zm_zone *z = &fs->m.zones[id];
+
+		if (z->valid || z->pending || z->state != ZM_ZONE_DATA ||
+		    (z->flags & (ZFS_ZF_HEAD | ZFS_ZF_GC)) ||
+		    z->free_seq > durable)
+			continue;
+		fs->resetq[i] = fs->resetq[--fs->nr_resetq];
+		z->flags = 0;
+		if (alloc_reset_locked(fs, id)) {
+			z->state = ZM_ZONE_BAD;
+			return false;
+		}
+		z->state = ZM_ZONE_FREE;
+		return true;
+	}
+	return false;
+}
+
+/*
  * Take an empty zone for writing: the least-worn free zone. The journal
  * may dip into the reserve. Returns -ENOSPC when no zone is free (-EAGAIN
  * when the only free ones wait for their freeing record to be durable),
@@ -362,6 +394,9 @@ static int alloc_take_zone(struct zfs *fs, enum alloc_kind kind,
 			if (!best || z->resets < best->resets)
 				best = z;
 		}
+		if ((!best || nfree <= floor) && waiting &&
+		    alloc_reset_now(fs))
+			continue;
 		if (!best || nfree <= floor)
 			return waiting ? -EAGAIN : -ENOSPC;
 		if (!alloc_active_ok(fs, kind, self))

@@ -44,6 +44,11 @@ int cli_u32_arg(const char *cmd, const char *opt, const char *val,
  */
 int cli_refuse_mounted(const char *cmd, const char *path);
 char *cli_mounted_on(const char *path);
+/*
+ * Wait (up to 30 s) until no other process holds @path: a daemon still
+ * finishing its unmount. Errors are left to the real open that follows.
+ */
+void cli_wait_released(const char *path);
 
 /* Print a JSON string with escapes. */
 void cli_json_str(const char *s);

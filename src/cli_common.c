@@ -109,3 +109,11 @@ int cli_refuse_mounted(const char *cmd, const char *path)
 	free(dir);
 	return -EBUSY;
 }
+
+void cli_wait_released(const char *path)
+{
+	struct zdev *dev;
+
+	if (!zdev_open(path, ZDEV_RDONLY | ZDEV_EXCL | ZDEV_WAIT, &dev, NULL, 0))
+		zdev_close(dev);
+}

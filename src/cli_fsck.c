@@ -83,6 +83,7 @@ int cli_fsck(int argc, char **argv)
 		cli_json_str(argv[optind]);
 		printf(", \"problems\": [");
 	}
+	cli_wait_released(argv[optind]);
 	ret = zfs_fsck(argv[optind], repair, fsck_say, &out, &res, err,
 		       sizeof(err));
 	if (out.json) {

@@ -50,7 +50,7 @@ int cli_mkfs(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct zfs_mkfs_opts o = { .reserve_pct = -1 };
+	struct zfs_mkfs_opts o = { .reserve_pct = -1, .wait_busy = true };
 	struct mkfs_progress prog = { 0 };
 	struct zfs_mkfs_info info;
 	char err[512] = "", a[32], b[32], c[32];

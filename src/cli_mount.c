@@ -188,6 +188,7 @@ int cli_mount(int argc, char **argv)
 	zo.stage_bytes = (uint64_t)cfg.stage_mb << 20;
 	zo.wb_threads = cfg.wb_threads;
 	zo.defer_threads = true;
+	zo.wait_busy = true;
 	ret = zfs_mount(dev, &zo, &fs, err, sizeof(err));
 	if (ret) {
 		cli_error("mount", "%s", err[0] ? err : strerror(-ret));

@@ -146,10 +146,21 @@ static void data_pin(struct zfs_rt *rt)
 	}
 }
 
-/* Unpin if nothing is staged; true if the inode may now be freeable. */
-static bool data_unpin(struct zfs_rt *rt)
+/*
+ * Unpin if nothing is staged and no writeback thread is working on @rt
+ * (it unpins when it lets go: data_wb_done()); true if the inode may now
+ * be freeable.
+ */
+static bool data_unpin(struct zfs *fs, struct zfs_rt *rt, bool by_writeback)
 {
+	bool busy;
+
 	if (!rt->pinned || rt->open || rt->wb_first)
+		return false;
+	pthread_mutex_lock(&fs->wb_lock);
+	busy = rt->wb_busy || rt->wb_queued;
+	pthread_mutex_unlock(&fs->wb_lock);
+	if (busy && !by_writeback)
 		return false;
 	rt->pinned = false;
 	__atomic_sub_fetch(&rt->inode->npin, 1, __ATOMIC_RELAXED);
@@ -363,7 +374,7 @@ void data_truncate_staged(struct zfs *fs, struct zfs_rt *rt, uint64_t size)
 	if (unres)
 		alloc_unreserve(fs, unres);
 	/* The caller still holds the inode: it is not freed from here. */
-	data_unpin(rt);
+	data_unpin(fs, rt, false);
 }
 
 void data_discard(struct zfs *fs, struct zfs_rt *rt)
@@ -735,7 +746,7 @@ static void data_wb_done(struct zfs *fs, struct zfs_rt *rt)
 		rt->head = NULL;
 		rt->put_head = false;
 	}
-	freeable = data_unpin(rt);
+	freeable = data_unpin(fs, rt, true);
 	pthread_mutex_lock(&fs->wb_lock);
 	rt->wb_busy = false;
 	pthread_cond_broadcast(&rt->wb_done);

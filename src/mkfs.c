@@ -77,7 +77,8 @@ int zfs_mkfs(const char *path, const struct zfs_mkfs_opts *o,
 	char e2[256];
 	int ret;
 
-	ret = zdev_open(path, ZDEV_EXCL, &dev, err, errlen);
+	ret = zdev_open(path, ZDEV_EXCL | (o->wait_busy ? ZDEV_WAIT : 0), &dev,
+			err, errlen);
 	if (ret)
 		return ret;
 	g = zdev_geom(dev);

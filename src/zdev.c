@@ -19,8 +19,8 @@
 /*
  * `umount` of a FUSE mount returns before the daemon has finished writing
  * and closed the device: a tool run right after it (fsck, mkfs, a new
- * mount) would find the device busy. So a busy device is retried for a
- * while before giving up.
+ * mount) would find the device busy. So with ZDEV_WAIT a busy device is
+ * retried for a while before giving up.
  */
 #define ZDEV_BUSY_WAIT_MS 30000
 #define ZDEV_BUSY_STEP_MS 50
@@ -56,7 +56,7 @@ int zdev_open(const char *path, unsigned int flags, struct zdev **devp,
 		ret = zdev_open_once(path, flags, devp, err, errlen);
 		if (!ret && err && errlen)
 			err[0] = '\0'; /* an earlier try's "busy" */
-		if (ret != -EBUSY)
+		if (ret != -EBUSY || !(flags & ZDEV_WAIT))
 			break;
 		nanosleep(&ts, NULL);
 	}

@@ -1447,7 +1447,10 @@ int zfs_readdir(struct zfs *fs, uint64_t ino, off_t off, bool plus,
 		off = 1;
 	}
 	if (off < 2) {
+		/* A damaged parent pointer (fsck repairs it): show the dir. */
 		in = zm_iget(&fs->m, dir->parent);
+		if (!in)
+			in = dir;
 		memset(&st, 0, sizeof(st));
 		st.st_ino = in->ino;
 		st.st_mode = in->mode;
@@ -1460,6 +1463,8 @@ int zfs_readdir(struct zfs *fs, uint64_t ino, off_t off, bool plus,
 	for (e = zm_dir_next(dir, (uint64_t)off); e;
 	     e = zm_dir_next(dir, e->cookie)) {
 		in = zm_iget(&fs->m, e->ino);
+		if (!in)
+			continue; /* an entry naming no inode: fsck's to repair */
 		memset(&st, 0, sizeof(st));
 		st.st_ino = in->ino;
 		st.st_mode = in->mode;
@@ -2048,9 +2053,10 @@ int zfs_mount(const char *path, const struct zfs_opts *opts,
 	pthread_mutex_init(&fs->gc_lock, NULL);
 
 	ret = zdev_open(path,
-			fs->rdonly ? ZDEV_RDONLY |
-					     (fs->opts.no_lock ? 0 : ZDEV_EXCL) :
-				     ZDEV_EXCL,
+			(fs->rdonly ? ZDEV_RDONLY |
+					      (fs->opts.no_lock ? 0 : ZDEV_EXCL) :
+				      ZDEV_EXCL) |
+				(fs->opts.wait_busy ? ZDEV_WAIT : 0),
 			&fs->dev, err, errlen);
 	if (ret)
 		goto out_free;

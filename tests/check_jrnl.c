@@ -879,11 +879,10 @@ START_TEST(test_crash_points)
 END_TEST
 
 /*
- * KNOWN BUG, run only with ZONEFUSE_TEST_KNOWN_BUGS=1: the same with the
- * files that die holding data (their zones die, reclaim resets them).
- * Hangs or fails under ASan in zfs_crash(), for the reason below.
+ * The same with files that die holding data (their zones die, reclaim
+ * resets them) while writeback may still be at work on them.
  */
-START_TEST(known_bug_crash_points_free_data)
+START_TEST(test_crash_points_free_data)
 {
 	static const struct step steps[] = {
 		{ "mkdir", st_mkdir },
@@ -909,17 +908,12 @@ START_TEST(known_bug_crash_points_free_data)
 END_TEST
 
 /*
- * KNOWN BUG (data.c, zfs.c), run only with ZONEFUSE_TEST_KNOWN_BUGS=1: a
- * file's last name goes (unlink, or rename over it) while a writeback
- * thread is still in data_wb_inode() for it, having applied its last
- * chunk. The inode and its zfs_rt are freed (the free paths check
- * zm_inode_busy(), and the pin is dropped when the last chunk applies,
- * before the thread lets go of the rt), and the thread then locks the
- * freed rt: heap-use-after-free under ASan, a spinning or hung thread
- * without it. The same happens when data_apply_chunk() itself frees an
- * unlinked inode (zfs_inode_maybe_free) and data_wb_inode() loops on.
+ * A file's last name goes (unlink, or rename over it) while a writeback
+ * thread is still at work on it: the inode and its runtime state must
+ * outlive the writeback (it was freed under the thread: a
+ * heap-use-after-free, or a hung thread).
  */
-START_TEST(known_bug_unlink_during_writeback)
+START_TEST(test_unlink_during_writeback)
 {
 	struct zfs *fs;
 	uint32_t i;
@@ -1006,12 +1000,8 @@ static Suite *jrnl_suite(void)
 	add(s, "roll_many", test_roll_many, 120);
 	add(s, "crash_points", test_crash_points, 120);
 	add(s, "crash_anchor_switch", test_crash_anchor_switch, 120);
-	if (getenv("ZONEFUSE_TEST_KNOWN_BUGS")) {
-		add(s, "known_bug_unlink_during_writeback",
-		    known_bug_unlink_during_writeback, 60);
-		add(s, "known_bug_crash_points_free_data",
-		    known_bug_crash_points_free_data, 120);
-	}
+	add(s, "unlink_during_writeback", test_unlink_during_writeback, 60);
+	add(s, "crash_points_free_data", test_crash_points_free_data, 120);
 	return s;
 }
 

@@ -87,6 +87,7 @@ struct zdev_geom {
 enum zdev_open_flags {
 	ZDEV_RDONLY = 1u << 0, /* no writes, no zone operations, no lock */
 	ZDEV_EXCL = 1u << 1,   /* fail with -EBUSY if another user holds it */
+	ZDEV_WAIT = 1u << 3,   /* wait up to 30 s for a busy device */
 };
 
 /* Operations, as the fault hook and zdev_zone_op() see them. */
@@ -109,7 +110,8 @@ struct zdev;
  * regular file must be an emulator image (-EMEDIUMTYPE if it is not one,
  * -EUCLEAN if it is a damaged one, -ENOTSUP for an unknown version).
  * @flags is a mask of enum zdev_open_flags. A device another process holds
- * is waited for up to 30 s (a daemon finishing its unmount), then -EBUSY.
+ * gives -EBUSY; with ZDEV_WAIT it is waited for up to 30 s first (a daemon
+ * finishing its unmount).
  * Returns 0 and sets *@devp, or a negative errno; the reason is also
  * written to @err (if not NULL, up to @errlen bytes) as one readable line.
  */

@@ -33,6 +33,8 @@ struct zfs_opts {
 	bool defer_threads;	 /* start threads with zfs_start() (a daemon
 				    forks after mounting) */
 	bool salvage;		 /* fsck --repair: see JRNL_SALVAGE */
+	bool wait_busy;		 /* wait for a device another process is
+				    releasing (ZDEV_WAIT): the tools' way */
 };
 
 #define ZFS_DEFAULT_COMMIT_MS 5000u
@@ -53,6 +55,7 @@ struct zfs_mkfs_opts {
 	const char *label;
 	int reserve_pct; /* share of zones kept free; < 0: the default */
 	bool force;	 /* overwrite an existing zonefuse file system */
+	bool wait_busy;	 /* see zfs_opts.wait_busy */
 	/* Called while zones are reset (done of total); may be NULL. */
 	void (*progress)(void *arg, uint32_t done, uint32_t total);
 	void *arg;

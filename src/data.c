@@ -100,9 +100,46 @@ static bool chunk_full(const struct zfs_chunk *c)
 	return c->nr == 1 && c->fill[0].s == 0 && c->fill[0].e == ZFS_CHUNK;
 }
 
-static void chunk_free(struct zfs_chunk *c)
+/*
+ * Full-size chunk buffers are kept for reuse: a fresh 1 MiB buffer costs
+ * an mmap, 256 page faults and an munmap per chunk (glibc maps buffers
+ * that large). DATA_POOL_MAX of them stay; the rest go back.
+ */
+static char *data_buf_get(struct zfs *fs)
 {
-	free(c->data);
+	char *b = NULL;
+
+	pthread_mutex_lock(&fs->wb_lock);
+	if (fs->nr_pool)
+		b = fs->pool[--fs->nr_pool];
+	pthread_mutex_unlock(&fs->wb_lock);
+	return b ? b : zdev_buf_alloc(fs->dev, ZFS_CHUNK);
+}
+
+static void data_buf_put(struct zfs *fs, char *b, uint32_t len)
+{
+	if (!b)
+		return;
+	if (len == ZFS_CHUNK) {
+		pthread_mutex_lock(&fs->wb_lock);
+		if (fs->nr_pool < ZF_ARRAY_SIZE(fs->pool)) {
+			fs->pool[fs->nr_pool++] = b;
+			b = NULL;
+		}
+		pthread_mutex_unlock(&fs->wb_lock);
+	}
+	free(b);
+}
+
+void data_pool_free(struct zfs *fs)
+{
+	while (fs->nr_pool)
+		free(fs->pool[--fs->nr_pool]);
+}
+
+static void chunk_free(struct zfs *fs, struct zfs_chunk *c)
+{
+	data_buf_put(fs, c->data, c->alloc);
 	free(c->fill);
 	free(c);
 }
@@ -118,13 +155,17 @@ static int64_t chunk_grow(struct zfs *fs, struct zfs_chunk *c, uint32_t need)
 	while (n < need)
 		n *= 2;
 	n = ZF_MIN(n, (uint32_t)ZFS_CHUNK);
-	nb = zdev_buf_alloc(fs->dev, n);
+	nb = n == ZFS_CHUNK ? data_buf_get(fs) : zdev_buf_alloc(fs->dev, n);
 	if (!nb)
 		return -ENOMEM;
+	/*
+	 * Bytes no write filled are never read: reads take the filled
+	 * ranges only, and the writeback completes partial blocks from the
+	 * file's data (zeros for holes) before it writes them.
+	 */
 	if (c->alloc)
 		memcpy(nb, c->data, c->alloc);
-	memset(nb + c->alloc, 0, n - c->alloc);
-	free(c->data);
+	data_buf_put(fs, c->data, c->alloc);
 	c->data = nb;
 	n -= c->alloc;
 	c->alloc += n;
@@ -348,8 +389,6 @@ void data_truncate_staged(struct zfs *fs, struct zfs_rt *rt, uint64_t size)
 				c->fill[i].e = cut;
 			i++;
 		}
-		if (cut < c->alloc)
-			memset(c->data + cut, 0, c->alloc - cut);
 		unres += c->reserved;
 		c->reserved = chunk_blocks(c, fs->bs);
 		unres -= c->reserved;
@@ -357,7 +396,7 @@ void data_truncate_staged(struct zfs *fs, struct zfs_rt *rt, uint64_t size)
 			*pp = c->next;
 			rt->nr_open--;
 			freed += c->alloc;
-			chunk_free(c);
+			chunk_free(fs, c);
 			continue;
 		}
 		pp = &c->next;
@@ -726,7 +765,7 @@ static void data_apply_chunk(struct zfs *fs, struct zfs_rt *rt,
 	pthread_cond_broadcast(&rt->wb_done);
 	pthread_cond_broadcast(&fs->stage_cv);
 	pthread_mutex_unlock(&fs->wb_lock);
-	chunk_free(c);
+	chunk_free(fs, c);
 }
 
 /*
@@ -958,13 +997,13 @@ void data_rt_free(struct zfs *fs, struct zfs_rt *rt)
 		next = c->next;
 		freed += c->alloc;
 		unres += c->reserved;
-		chunk_free(c);
+		chunk_free(fs, c);
 	}
 	for (c = rt->wb_first; c; c = next) {
 		next = c->next;
 		freed += c->alloc;
 		unres += c->reserved;
-		chunk_free(c);
+		chunk_free(fs, c);
 	}
 	rt->open = rt->wb_first = rt->wb_last = NULL;
 	rt->nr_open = 0;

@@ -31,17 +31,30 @@ static struct zfs *fs_of(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
-static void fs_ctx(fuse_req_t req, struct zfs_ctx *c)
+/*
+ * The caller's identity. Its supplementary groups cost a read of
+ * /proc/PID/task/TID/status (fuse_req_getgroups): only the operations that
+ * check permissions against a group ask for them.
+ */
+static void fs_ctx_ids(fuse_req_t req, struct zfs_ctx *c)
 {
 	const struct fuse_ctx *fc = fuse_req_ctx(req);
-	gid_t groups[ZF_ARRAY_SIZE(c->groups)];
-	int n, i;
 
 	memset(c, 0, sizeof(*c));
 	c->uid = fc->uid;
 	c->gid = fc->gid;
 	/* The kernel applied the umask already (no FUSE_CAP_DONT_MASK). */
 	c->umask = 0;
+}
+
+static void fs_ctx(fuse_req_t req, struct zfs_ctx *c)
+{
+	gid_t groups[ZF_ARRAY_SIZE(c->groups)];
+	int n, i;
+
+	fs_ctx_ids(req, c);
+	if (!c->uid)
+		return; /* root passes group checks anyway */
 	n = fuse_req_getgroups(req, (int)ZF_ARRAY_SIZE(groups), groups);
 	for (i = 0; i < n && i < (int)ZF_ARRAY_SIZE(groups); i++)
 		c->groups[c->ngroups++] = groups[i];
@@ -331,7 +344,7 @@ static void fs_ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	struct zfs_ctx c;
 	ssize_t ret;
 
-	fs_ctx(req, &c);
+	fs_ctx_ids(req, &c); /* only the uid matters: set-ID clearing */
 	ret = zfs_write(fs_of(req), &c, ino, buf, size, off,
 			(fi->flags & O_APPEND) != 0);
 	if (ret < 0) {

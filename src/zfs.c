@@ -2011,6 +2011,7 @@ static void zfs_free(struct zfs *fs)
 				}
 		}
 	}
+	data_pool_free(fs);
 	alloc_destroy(fs);
 	zm_destroy(&fs->m);
 	pthread_rwlock_destroy(&fs->meta_lock);

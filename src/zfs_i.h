@@ -162,6 +162,8 @@ struct zfs {
 	struct zfs_rt *dirty;	   /* inodes with open chunks, LRU */
 	uint64_t staged;	   /* bytes of chunk buffers */
 	uint64_t wb_pending;	   /* sealed chunks not yet applied */
+	char *pool[64];		   /* free ZFS_CHUNK buffers (data.c) */
+	uint32_t nr_pool;
 	bool wb_stop;
 	uint32_t nr_wb;
 	pthread_t *wb_threads;
@@ -227,6 +229,8 @@ ssize_t data_write(struct zfs *fs, struct zm_inode *in, const void *buf,
  * exclusive; waits for chunks being written first.
  */
 void data_truncate_staged(struct zfs *fs, struct zfs_rt *rt, uint64_t size);
+/* Free the buffers kept for reuse (at the very end). */
+void data_pool_free(struct zfs *fs);
 /* Free staged data of an inode being freed (no writers left). */
 void data_rt_free(struct zfs *fs, struct zfs_rt *rt);
 /*

@@ -9,12 +9,30 @@
 #include "zdev_i.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "zonefuse/crashlog.h"
+#include "zonefuse/crc32c.h"
 #include "zonefuse/util.h"
+
+/*
+ * A recording in progress (zdev_record()). One lock serialises the
+ * appends, so that the log's order is an order the device could have seen:
+ * a record is appended after its operation completed (a flush: before it
+ * started), under this lock, which nothing else is taken under.
+ */
+struct zdev_rec {
+	pthread_mutex_t lock;
+	int fd;	      /* protected by lock; -1 once an append failed */
+	uint64_t seq; /* protected by lock: records appended */
+	char *path;
+};
 
 /*
  * `umount` of a FUSE mount returns before the daemon has finished writing
@@ -50,6 +68,7 @@ int zdev_open(const char *path, unsigned int flags, struct zdev **devp,
 	      char *err, size_t errlen)
 {
 	struct timespec ts = { 0, ZDEV_BUSY_STEP_MS * 1000000l };
+	const char *rec = getenv(ZDEV_RECORD_ENV);
 	int waited, ret = 0;
 
 	for (waited = 0; waited <= ZDEV_BUSY_WAIT_MS; waited += ZDEV_BUSY_STEP_MS) {
@@ -59,6 +78,20 @@ int zdev_open(const char *path, unsigned int flags, struct zdev **devp,
 		if (ret != -EBUSY || !(flags & ZDEV_WAIT))
 			break;
 		nanosleep(&ts, NULL);
+	}
+	/*
+	 * Asked to record, a writable open that cannot fails: a crash test
+	 * that silently ran without its log would check nothing.
+	 */
+	if (!ret && rec && rec[0] && !(flags & (ZDEV_RDONLY | ZDEV_NORECORD))) {
+		ret = zdev_record(*devp, rec);
+		if (ret) {
+			zutil_err(err, errlen,
+				  "%s: cannot record to %s (%s=%s): %s", path,
+				  rec, ZDEV_RECORD_ENV, rec, strerror(-ret));
+			zdev_close(*devp);
+			*devp = NULL;
+		}
 	}
 	return ret;
 }
@@ -77,10 +110,167 @@ void zdev_free_common(struct zdev *dev)
 	free(dev->path);
 }
 
+static void zdev_record_stop(struct zdev *dev)
+{
+	struct zdev_rec *r = atomic_exchange(&dev->rec, NULL);
+
+	if (!r)
+		return;
+	if (r->fd >= 0)
+		close(r->fd);
+	pthread_mutex_destroy(&r->lock);
+	free(r->path);
+	free(r);
+}
+
 void zdev_close(struct zdev *dev)
 {
-	if (dev)
-		dev->ops->close(dev);
+	if (!dev)
+		return;
+	zdev_record_stop(dev);
+	dev->ops->close(dev);
+}
+
+static int zdev_writev_full(int fd, struct iovec *iov, int cnt)
+{
+	while (cnt) {
+		ssize_t n = writev(fd, iov, cnt);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		while (cnt && (size_t)n >= iov->iov_len) {
+			n -= (ssize_t)iov->iov_len;
+			iov++;
+			cnt--;
+		}
+		if (cnt) {
+			iov->iov_base = (char *)iov->iov_base + n;
+			iov->iov_len -= (size_t)n;
+		}
+	}
+	return 0;
+}
+
+int zdev_record(struct zdev *dev, const char *path)
+{
+	struct crashlog_hdr h;
+	struct iovec iov;
+	struct zdev_rec *r;
+	int ret;
+
+	if (dev->flags & ZDEV_RDONLY)
+		return -EROFS;
+	if (atomic_load(&dev->rec))
+		return -EBUSY;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->path = strdup(path);
+	if (!r->path) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	r->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (r->fd < 0) {
+		ret = -errno;
+		goto out_free;
+	}
+	memset(&h, 0, sizeof(h));
+	memcpy(h.magic, CRASHLOG_MAGIC, sizeof(h.magic));
+	h.version = htole32(CRASHLOG_VERSION);
+	h.hdr_size = htole32(sizeof(h));
+	h.rec_size = htole32(sizeof(struct crashlog_rec));
+	h.block_size = htole32(dev->geom.block_size);
+	h.dev_size = htole64(dev->geom.size);
+	h.zone_size = htole64(dev->geom.zone_size);
+	h.nr_zones = htole32(dev->geom.nr_zones);
+	h.nr_conv = htole32(dev->geom.nr_conv);
+	h.start_ns = (int64_t)htole64((uint64_t)zutil_now_real_ns());
+	h.pid = htole32((uint32_t)getpid());
+	strncpy(h.dev_path, dev->path, sizeof(h.dev_path) - 1);
+	h.crc = htole32(crc32c(0, &h, offsetof(struct crashlog_hdr, crc)));
+	iov.iov_base = &h;
+	iov.iov_len = sizeof(h);
+	ret = zdev_writev_full(r->fd, &iov, 1);
+	if (ret)
+		goto out_close;
+	pthread_mutex_init(&r->lock, NULL);
+	atomic_store(&dev->rec, r);
+	return 0;
+
+out_close:
+	close(r->fd);
+out_free:
+	free(r->path);
+	free(r);
+	return ret;
+}
+
+uint64_t zdev_record_seq(struct zdev *dev)
+{
+	struct zdev_rec *r = atomic_load(&dev->rec);
+	uint64_t seq;
+
+	if (!r)
+		return 0;
+	pthread_mutex_lock(&r->lock);
+	seq = r->seq;
+	pthread_mutex_unlock(&r->lock);
+	return seq;
+}
+
+/*
+ * Append one record. The data's CRC is taken before the lock; the head,
+ * whose seq is only known under it, continues that CRC. Returns the
+ * record's seq, or UINT64_MAX when not recording (or no longer).
+ */
+static uint64_t zdev_rec_append(struct zdev *dev, enum crashlog_type type,
+				uint64_t off, const void *data, size_t len)
+{
+	struct zdev_rec *r = atomic_load(&dev->rec);
+	uint32_t crc = len ? crc32c(0, data, len) : 0;
+	struct crashlog_rec h;
+	struct iovec iov[2];
+	uint64_t seq = UINT64_MAX;
+	int ret;
+
+	if (!r)
+		return seq;
+	memset(&h, 0, sizeof(h));
+	h.magic = htole32(CRASHLOG_REC_MAGIC);
+	h.off = htole64(off);
+	h.len = htole32((uint32_t)len);
+	h.zone = htole32(type == CRASHLOG_WRITE || type == CRASHLOG_RESET ||
+					 type == CRASHLOG_FINISH ?
+				 zdev_zone_of(dev, off) :
+				 UINT32_MAX);
+	h.type = htole16((uint16_t)type);
+	iov[0].iov_base = &h;
+	iov[0].iov_len = sizeof(h);
+	iov[1].iov_base = (void *)data;
+	iov[1].iov_len = len;
+
+	pthread_mutex_lock(&r->lock);
+	if (r->fd < 0)
+		goto out_unlock;
+	h.seq = htole64(r->seq);
+	h.crc = htole32(crc32c(crc, &h, sizeof(h)));
+	ret = zdev_writev_full(r->fd, iov, len ? 2 : 1);
+	if (ret) {
+		zlog_err("%s: recording to %s failed: %s; recording stopped, the log ends at record %llu",
+			 dev->path, r->path, strerror(-ret),
+			 (unsigned long long)r->seq);
+		close(r->fd);
+		r->fd = -1;
+		goto out_unlock;
+	}
+	seq = r->seq++;
+out_unlock:
+	pthread_mutex_unlock(&r->lock);
+	return seq;
 }
 
 const struct zdev_geom *zdev_geom(const struct zdev *dev)
@@ -177,12 +367,14 @@ int zdev_write(struct zdev *dev, const void *buf, size_t len, uint64_t off)
 	if (!ret) {
 		dev->st_writes++;
 		dev->st_bytes_written += len;
+		zdev_rec_append(dev, CRASHLOG_WRITE, off, buf, len);
 	}
 	return ret;
 }
 
 int zdev_flush(struct zdev *dev)
 {
+	uint64_t seq;
 	int ret;
 
 	if (dev->flags & ZDEV_RDONLY)
@@ -190,9 +382,15 @@ int zdev_flush(struct zdev *dev)
 	ret = zdev_fault(dev, ZDEV_OP_FLUSH, UINT32_MAX, 0, 0);
 	if (ret)
 		return ret;
+	seq = zdev_rec_append(dev, CRASHLOG_FLUSH, 0, NULL, 0);
 	ret = dev->ops->flush(dev);
 	if (!ret)
 		dev->st_flushes++;
+	if (seq != UINT64_MAX)
+		zdev_rec_append(dev,
+				ret ? CRASHLOG_FLUSH_FAILED :
+				      CRASHLOG_FLUSH_DONE,
+				seq, NULL, 0);
 	return ret;
 }
 
@@ -213,6 +411,11 @@ int zdev_zone_op(struct zdev *dev, enum zdev_op op, uint32_t zone)
 	ret = dev->ops->zone_op(dev, op, zone);
 	if (!ret && op == ZDEV_OP_RESET)
 		dev->st_resets++;
+	if (!ret && (op == ZDEV_OP_RESET || op == ZDEV_OP_FINISH))
+		zdev_rec_append(dev,
+				op == ZDEV_OP_RESET ? CRASHLOG_RESET :
+						      CRASHLOG_FINISH,
+				zdev_zone_start(dev, zone), NULL, 0);
 	return ret;
 }
 
@@ -300,6 +503,8 @@ int zdev_submit(struct zdev *dev, struct zdev_io *ios, unsigned int nr)
 			} else {
 				dev->st_writes++;
 				dev->st_bytes_written += io->len;
+				zdev_rec_append(dev, CRASHLOG_WRITE, io->off,
+						io->buf, io->len);
 			}
 		}
 	}

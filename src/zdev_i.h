@@ -40,6 +40,10 @@ struct zdev {
 	_Atomic(zdev_fault_fn) fault;
 	void *fault_arg;
 
+	/* Recording (zdev_record()): NULL unless recording. Set before
+	   other threads use the device, freed by zdev_close(). */
+	struct zdev_rec *_Atomic rec;
+
 	/* Counters: updated atomically by the wrappers. */
 	_Atomic uint64_t st_bytes_written;
 	_Atomic uint64_t st_bytes_read;

@@ -87,7 +87,8 @@ struct zdev_geom {
 enum zdev_open_flags {
 	ZDEV_RDONLY = 1u << 0, /* no writes, no zone operations, no lock */
 	ZDEV_EXCL = 1u << 1,   /* fail with -EBUSY if another user holds it */
-	ZDEV_WAIT = 1u << 3,   /* wait up to 30 s for a busy device */
+	ZDEV_NORECORD = 1u << 2, /* ignore ZDEV_RECORD_ENV (zdev_record()) */
+	ZDEV_WAIT = 1u << 3,	 /* wait up to 30 s for a busy device */
 };
 
 /* Operations, as the fault hook and zdev_zone_op() see them. */
@@ -207,6 +208,34 @@ const char *zdev_cond_name(uint8_t cond);
 typedef int (*zdev_fault_fn)(void *arg, enum zdev_op op, uint32_t zone,
 			     uint64_t off, size_t len);
 void zdev_set_fault(struct zdev *dev, zdev_fault_fn hook, void *arg);
+
+/*
+ * Recording, for crash tests: from this call until zdev_close(), append
+ * to the file @path (created, or truncated) every successful write with
+ * its data, every flush and every zone reset and finish, in the order the
+ * device completed them (the format and its ordering rules are in
+ * include/zonefuse/crashlog.h). With a copy of the device taken before
+ * the call, src/crash.c (include/zonefuse/crash.h) rebuilds what the
+ * device could hold after a power cut at any point of the recording.
+ * Opens and closes of zones are not recorded: a power cut closes them.
+ * Call it before other threads use @dev. zdev_open() calls it itself for
+ * a writable open when the environment variable ZDEV_RECORD_ENV names a
+ * file, so that a daemon can be recorded and then killed.
+ * Returns 0; -EROFS on a read-only open; -EBUSY if @dev is already
+ * recording; the errno of creating or writing @path. If an append fails
+ * later (a full disk), recording stops there, with an error logged: the
+ * log then ends early, and zdev_record_seq() stops counting.
+ */
+int zdev_record(struct zdev *dev, const char *path);
+
+#define ZDEV_RECORD_ENV "ZONEFUSE_RECORD"
+
+/*
+ * Records appended so far by the recording of @dev (0 if it does not
+ * record): a position in the log. A caller that notes it when an operation
+ * returns knows that every record of that operation is below it.
+ */
+uint64_t zdev_record_seq(struct zdev *dev);
 
 /* Device-level counters, kept by the wrappers for this open. */
 struct zdev_stats {

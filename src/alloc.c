@@ -82,19 +82,25 @@ static uint32_t alloc_floor(struct zfs *fs)
  */
 static uint64_t alloc_avail(struct zfs *fs, uint32_t floor)
 {
-	uint64_t cap = 0, live = 0, zcap = 0;
+	uint64_t cap, live;
 	uint32_t i;
 
-	for (i = 0; i < fs->m.nr_zones; i++) {
-		struct zm_zone *z = &fs->m.zones[i];
+	/* Zone states change rarely; this runs for every write. */
+	if (fs->cap_dirty) {
+		fs->usable_cap = fs->max_zcap = 0;
+		for (i = 0; i < fs->m.nr_zones; i++) {
+			struct zm_zone *z = &fs->m.zones[i];
 
-		if (z->state != ZM_ZONE_FREE && z->state != ZM_ZONE_DATA)
-			continue;
-		cap += z->cap;
-		live += z->valid + z->pending;
-		zcap = ZF_MAX(zcap, z->cap);
+			if (z->state != ZM_ZONE_FREE && z->state != ZM_ZONE_DATA)
+				continue;
+			fs->usable_cap += z->cap;
+			fs->max_zcap = ZF_MAX(fs->max_zcap, z->cap);
+		}
+		fs->cap_dirty = false;
 	}
-	cap -= ZF_MIN(cap, (uint64_t)floor * zcap);
+	cap = fs->usable_cap -
+	      ZF_MIN(fs->usable_cap, (uint64_t)floor * fs->max_zcap);
+	live = fs->m.live_bytes + fs->pending_total;
 	return cap > live ? cap - live : 0;
 }
 
@@ -181,6 +187,7 @@ void alloc_landed(struct zfs *fs, uint64_t addr, uint64_t len)
 	struct zm_zone *z = &fs->m.zones[zm_zone_of(&fs->m, addr)];
 
 	pthread_mutex_lock(&fs->alloc_lock);
+	fs->pending_total -= ZF_MIN(ZF_MIN(len, z->pending), fs->pending_total);
 	z->pending -= ZF_MIN(len, z->pending);
 	if (!z->pending && !z->valid) {
 		/* Whatever record dropped the zone's data, it is appended. */
@@ -355,6 +362,7 @@ static bool alloc_reset_now(struct zfs *fs)
 		z->flags = 0;
 		if (alloc_reset_locked(fs, id)) {
 			z->state = ZM_ZONE_BAD;
+			fs->cap_dirty = true;
 			return false;
 		}
 		z->state = ZM_ZONE_FREE;
@@ -403,6 +411,7 @@ static int alloc_take_zone(struct zfs *fs, enum alloc_kind kind,
 			return -EBUSY;
 		*zone = alloc_zone_id(fs, best);
 		best->state = meta ? ZM_ZONE_META : ZM_ZONE_DATA;
+		fs->cap_dirty = true;
 		best->flags = 0;
 		best->mtime = zfs_now();
 		if (best->wp != best->start) {
@@ -413,6 +422,7 @@ static int alloc_take_zone(struct zfs *fs, enum alloc_kind kind,
 					 zdev_path(fs->dev), *zone,
 					 strerror(-ret));
 				best->state = ZM_ZONE_BAD;
+				fs->cap_dirty = true;
 				continue;
 			}
 		}
@@ -452,7 +462,7 @@ static void alloc_jrnl_release(void *arg, uint32_t zone)
 
 	pthread_mutex_lock(&fs->alloc_lock);
 	z->state = ZM_ZONE_DATA;
-	z->valid = 0;
+	fs->cap_dirty = true;
 	z->free_seq = 0;
 	z->flags = ZFS_ZF_RESETQ;
 	fs->resetq[fs->nr_resetq++] = zone;
@@ -737,6 +747,7 @@ int alloc_head_write(struct zfs *fs, struct zfs_head *head, const void *buf,
 	*done = n;
 	z->wp += n;
 	z->pending += n; /* until alloc_landed() */
+	fs->pending_total += n;
 	z->mtime = zfs_now();
 	if (z->wp == z->start + z->cap) {
 		if (fs->nr_active)
@@ -935,6 +946,7 @@ int alloc_reclaim(struct zfs *fs)
 			zlog_err("%s: reset of zone %u failed: %s; the zone is retired",
 				 zdev_path(fs->dev), id, strerror(-ret));
 			z->state = ZM_ZONE_BAD;
+			fs->cap_dirty = true;
 			z->flags = 0;
 			ret = 0;
 			continue;
@@ -1024,6 +1036,7 @@ int alloc_init(struct zfs *fs)
 	if (zdev_report(fs->dev, 0, fs->m.nr_zones, rep) != (int)fs->m.nr_zones)
 		memset(rep, 0, fs->m.nr_zones * sizeof(*rep));
 	fs->reserve_zones = le32toh(fs->sb.reserve_zones);
+	fs->cap_dirty = true;
 	fs->snap_bytes = fs->replay.snap_bytes;
 	fs->max_active = g->max_active;
 	fs->small.zone = fs->hot.zone = fs->gc.zone = ZF_NO_ZONE;

@@ -188,8 +188,10 @@ static void fsck_overlaps(struct fsck *f)
 		fsck_problem(f, f->repair,
 			     "zone %zu: %" PRIu64 " live bytes counted, its extents hold %" PRIu64,
 			     i, z->valid, valid[i]);
-		if (f->repair)
+		if (f->repair) {
+			m->live_bytes += valid[i] - z->valid;
 			z->valid = valid[i];
+		}
 	}
 out_free:
 	free(all);

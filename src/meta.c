@@ -336,6 +336,7 @@ static void zm_zone_sub(struct zmeta *m, uint64_t addr, uint64_t len)
 	struct zm_zone *z = &m->zones[zm_zone_of(m, addr)];
 
 	z->valid -= len;
+	m->live_bytes -= len;
 	if (!z->valid && m->zone_dead)
 		m->zone_dead(m->zone_dead_arg, zm_zone_of(m, addr), m->cur_seq);
 }
@@ -345,6 +346,7 @@ static void zm_zone_add(struct zmeta *m, uint64_t addr, uint64_t len)
 	struct zm_zone *z = &m->zones[zm_zone_of(m, addr)];
 
 	z->valid += len;
+	m->live_bytes += len;
 	z->state = ZM_ZONE_DATA;
 }
 

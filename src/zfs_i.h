@@ -153,6 +153,10 @@ struct zfs {
 	uint64_t reserved;	/* bytes staged, promised to writers */
 	uint32_t reserve_zones;
 	_Atomic uint64_t snap_bytes; /* size of the last journal snapshot */
+	uint64_t pending_total;	/* sum of zm_zone.pending */
+	uint64_t usable_cap;	/* capacity of zones data may use ... */
+	uint64_t max_zcap;	/* ... and the largest zone capacity */
+	bool cap_dirty;		/* zone states changed: recount those */
 
 	/* Writeback: protected by wb_lock. */
 	pthread_mutex_t wb_lock;

@@ -140,6 +140,7 @@ struct zmeta {
 	uint32_t nr_zones;
 	struct zm_zone *zones;
 	uint64_t zone_size;
+	uint64_t live_bytes; /* the sum of every zone's valid bytes */
 	struct zm_counters counters;
 	uint64_t cur_seq; /* seq of the record being applied */
 	/* Snapshot being loaded: records so far, inodes announced. */

@@ -8,8 +8,10 @@
 ZF_BUILD_PKGS=(gcc pkg-config meson ninja-build libfuse3-dev fuse3
 	libzbd-dev liburing-dev check)
 # What running and testing it needs on top (setfattr/getfattr, blkzone
-# tools, the format check and the script lint).
-ZF_TEST_PKGS=(attr zbd-utils clang-format shellcheck rsync python3 gdb)
+# tools, the format check and the script lint, and PyTorch and NumPy for
+# the training workloads of tests/train).
+ZF_TEST_PKGS=(attr zbd-utils clang-format shellcheck rsync python3 gdb
+	python3-torch python3-numpy)
 # Options of every build: warnings are errors here and in CI, not in
 # meson.build (a user's newer compiler may warn where ours does not).
 ZF_BUILD_OPTS=(-Dwerror=true)

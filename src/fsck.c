@@ -474,9 +474,13 @@ int zfs_fsck(const char *path, bool repair,
 	res->log_records = fs->replay.log_records;
 	res->clean_tail = fs->replay.clean;
 	snprintf(res->stop, sizeof(res->stop), "%s", fs->replay.stop);
+	if (fs->replay.damaged)
+		fsck_problem(&f, false,
+			     "journal: damaged in the middle: replay stopped at %s, but valid records up to seq %" PRIu64 " follow; the changes they held are lost",
+			     fs->replay.stop, fs->replay.damaged_seq);
 	if (fs->replay.salvaged)
 		fsck_problem(&f, true, "journal: %s", fs->replay.stop);
-	else if (!fs->replay.clean)
+	else if (!fs->replay.clean && !fs->replay.damaged)
 		fsck_info(&f,
 			  "journal: not cleanly unmounted (normal after a crash): replay ended at: %s",
 			  fs->replay.stop);

@@ -1200,6 +1200,45 @@ static int jrnl_rd_zone(struct jrnl_reader *r, uint32_t zone, uint32_t index,
 }
 
 /*
+ * Replay stopped at a record that does not hold. A torn tail (the commit
+ * being written when the power went) has nothing valid after it; damage
+ * in the middle of the log (a bad block) has: records of this chain with
+ * later sequence numbers. Look for them in the rest of the zone, so that
+ * the difference is reported (fsck counts it as an error) rather than
+ * silently dropping acknowledged commits.
+ */
+static void jrnl_scan_beyond(struct jrnl_reader *r, uint32_t gen,
+			     uint64_t expect, struct jrnl_replay_info *info)
+{
+	uint64_t pos;
+
+	for (pos = ZF_ROUND_UP(r->pos + 1, ZF_REC_ALIGN);
+	     pos + sizeof(struct zf_rec_hdr) <= r->end; pos += ZF_REC_ALIGN) {
+		struct zf_rec_hdr h, hc;
+		const char *p;
+		uint32_t len, crc;
+
+		if (jrnl_rd(r, pos, sizeof(h), &p))
+			return;
+		memcpy(&h, p, sizeof(h));
+		len = le32toh(h.len);
+		if (le32toh(h.chain_gen) != gen || len > ZF_REC_MAX ||
+		    le64toh(h.seq) < expect || !le16toh(h.type) ||
+		    jrnl_rd(r, pos, sizeof(h) + len, &p))
+			continue;
+		hc = h;
+		hc.crc = 0;
+		crc = crc32c(0, &hc, sizeof(hc));
+		crc = crc32c(crc, p + sizeof(h), len);
+		if (crc != le32toh(h.crc))
+			continue;
+		info->damaged = true;
+		info->damaged_seq = ZF_MAX(info->damaged_seq, le64toh(h.seq));
+		pos += sizeof(h) + ZF_ROUND_UP(len, ZF_REC_ALIGN) - ZF_REC_ALIGN;
+	}
+}
+
+/*
  * Replay the chain named by @a into j->m. Stops at the first record that
  * does not hold; fails only when the snapshot is incomplete or a record
  * that holds does not apply.
@@ -1345,6 +1384,8 @@ static int jrnl_replay(struct jrnl *j, const struct zf_anchor *a, bool salvage,
 	}
 	snprintf(info->stop, sizeof(info->stop), "%s", why);
 	info->last_seq = expect - 1;
+	if (r.pos && r.pos < r.end)
+		jrnl_scan_beyond(&r, gen, expect, info);
 	/*
 	 * Clean: the last record was UNMOUNT and nothing follows it but
 	 * padding, so appending right after it keeps the log readable.

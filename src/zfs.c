@@ -2078,7 +2078,10 @@ int zfs_mount(const char *path, const struct zfs_opts *opts,
 	if (ret)
 		goto out_jrnl;
 	if (!fs->rdonly) {
-		if (!info.clean)
+		if (info.damaged)
+			zlog_err("%s: the metadata journal is damaged: replay stopped at %s, and records up to seq %" PRIu64 " after it are lost; run `zonefuse fsck %s`",
+				 path, info.stop, info.damaged_seq, path);
+		else if (!info.clean)
 			zlog_info("%s: the last session did not unmount cleanly (%s); starting a new metadata snapshot",
 				  path, info.stop);
 		ret = jrnl_start(fs->j);

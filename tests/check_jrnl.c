@@ -96,6 +96,18 @@ static void fsck_ok(const char *path)
 		      path, ret, res.errors, err);
 }
 
+/* fsck reports the lost commits as an error it cannot fix (exit 4). */
+static void fsck_damaged(const char *path)
+{
+	struct zfs_fsck_result res;
+	char err[512] = "";
+	int ret = zfs_fsck(path, false, NULL, NULL, &res, err, sizeof(err));
+
+	ck_assert_msg(ret == ZFS_FSCK_UNFIXED && res.errors == 1,
+		      "fsck of %s: %d, %u errors (%s)", path, ret, res.errors,
+		      err);
+}
+
 /* ---- everything comes back ------------------------------------------------ */
 
 /* Names, sizes, data, xattrs, links: all of it, after a clean unmount. */
@@ -348,6 +360,10 @@ START_TEST(test_corrupt_middle)
 	ck_assert_msg(strstr(fs->replay.stop, "CRC"), "replay stopped: %s",
 		      fs->replay.stop);
 	ck_assert_uint_lt(fs->replay.last_seq, last);
+	/* Valid records follow the bad one: damage, not a torn tail. */
+	ck_assert_msg(fs->replay.damaged && fs->replay.damaged_seq == last,
+		      "damaged %d up to %" PRIu64 ", the log went to %" PRIu64,
+		      fs->replay.damaged, fs->replay.damaged_seq, last);
 	d = tu_digest(fs);
 	digest_eq(d, da, "after a corrupt record");
 	/* Commit C is whole on the medium, but not used. */
@@ -355,6 +371,7 @@ START_TEST(test_corrupt_middle)
 	ck_assert_int_eq(tu_ino(fs, "/b"), -ENOENT);
 	free(d);
 	tu_unmount(fs);
+	fsck_damaged(img);
 
 	/* The same with the header's seq damaged instead (CRC still fails). */
 	tu_image_flip(img, wp1 + sizeof(struct zf_rec_hdr) + 3);
@@ -362,8 +379,9 @@ START_TEST(test_corrupt_middle)
 	fs = tu_mount(img, true);
 	ck_assert_int_gt(tu_ino(fs, "/b/g"), 0);
 	ck_assert_int_eq(tu_ino(fs, "/c"), -ENOENT);
+	ck_assert(fs->replay.damaged);
 	tu_unmount(fs);
-	fsck_ok(img);
+	fsck_damaged(img);
 	free(da);
 }
 END_TEST

@@ -94,6 +94,11 @@ struct jrnl_replay_info {
 	bool clean;	      /* ended with UNMOUNT at the write pointer */
 	bool salvaged;	      /* JRNL_SALVAGE dropped a record that did not
 				 apply, and what followed */
+	bool damaged;	      /* the log ended at a bad record with valid
+				 records of later seq after it: damage in
+				 the middle, not a torn tail; what followed
+				 is lost */
+	uint64_t damaged_seq; /* the highest such later record */
 	char stop[200];	      /* why replay stopped where it did */
 };
 

@@ -505,6 +505,24 @@ int crash_point(const struct crash_log *log, uint32_t idx,
 	return 0;
 }
 
+void crash_pick_points(const struct crash_log *log, uint32_t max,
+		       uint8_t *pick)
+{
+	uint32_t n = log->info.nr_points, half, rest, j;
+
+	if (!max || n <= max) {
+		memset(pick, 1, n);
+		return;
+	}
+	memset(pick, 0, n);
+	half = max / 2;
+	rest = n - half;
+	for (j = rest; j < n; j++)
+		pick[j] = 1;
+	for (j = 0; j < max - half; j++)
+		pick[(uint64_t)j * rest / (max - half)] = 1;
+}
+
 /* splitmix64: a small, good, seedable generator. */
 static uint64_t crash_rand(uint64_t *s)
 {

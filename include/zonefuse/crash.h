@@ -98,6 +98,16 @@ int crash_point(const struct crash_log *log, uint32_t idx,
 		struct crash_point *pt);
 
 /*
+ * Choose at most @max of the log's crash points when there are too many
+ * to check all (a long recording): @pick (info.nr_points bytes) gets 1
+ * for the chosen ones: the last @max / 2 points (the moments just before
+ * the end, the likeliest to hold a half-done operation) and an even
+ * spread over the rest, the first point among them. @max 0 picks all.
+ */
+void crash_pick_points(const struct crash_log *log, uint32_t max,
+		       uint8_t *pick);
+
+/*
  * The states to check at crash point @idx, as a malloc()ed array of
  * *@nr keep[] arrays of pt.nr_streams counts each (state k is at
  * (*keeps)[k * nr_streams]); free() it. If the point has at most @max_all

@@ -165,8 +165,7 @@ def wait_zones_reset(img, zs, before, what, limit=15, fail=True):
         time.sleep(0.2)
     if left and fail:
         raise AssertionError(
-            f"{what}: zones {left} still hold data {limit} s after "
-            "the files in them were deleted and the directory fsynced: "
+            f"{what}: zones {left} still hold data, {limit} s later: "
             + "; ".join(f"zone {z} {now[z]['cond']}, {now[z]['wp'] - now[z]['start']} "
                         f"B written, resets {now[z]['resets']}" for z in left[:8]))
     return left
@@ -197,7 +196,8 @@ def delete_checkpoint(m, img, path):
     else:
         os.unlink(path)
     fsync_path(os.path.dirname(path.rstrip("/")))
-    what = f"after deleting {os.path.relpath(path, m.dir)}"
+    what = (f"{os.path.relpath(path, m.dir)} deleted and its directory "
+            "fsynced")
     wait_zones_reset(img, full, before, what)
     left = wait_zones_reset(img, own - full, before, what, limit=3, fail=False)
     if left:

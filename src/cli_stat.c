@@ -91,9 +91,9 @@ int cli_stat(int argc, char **argv)
 		printf("  write amp.   - (nothing written yet)\n");
 	else
 		printf("  write amp.   %.3f\n", st.write_amplification);
-	printf("  wear         resets per zone: min %" PRIu64 ", mean %.2f, max %" PRIu64 " (superblock zones: max %" PRIu64 ")\n",
+	printf("  wear         resets per zone: min %" PRIu64 ", mean %.2f, max %" PRIu64 ", spread %" PRIu64 " (metadata zones: max %" PRIu64 ")\n",
 	       st.resets_min, st.resets_mean, st.resets_max,
-	       st.meta_resets_max);
+	       st.resets_max - st.resets_min, st.meta_resets_max);
 	printf("  limits       open %u, active %u (0: none)\n", st.max_open,
 	       st.max_active);
 	return 0;

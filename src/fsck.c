@@ -162,7 +162,9 @@ static void fsck_overlaps(struct fsck *f)
 			all[n].addr = in->f.ext[k].addr;
 			all[n].len = in->f.ext[k].len;
 			all[n].ino = in->ino;
-			valid[zm_zone_of(m, all[n].addr)] += all[n].len;
+			/* Live bytes count whole blocks (meta.c). */
+			valid[zm_zone_of(m, all[n].addr)] +=
+				ZF_ROUND_UP(all[n].len, (uint64_t)m->block_size);
 			n++;
 		}
 	}

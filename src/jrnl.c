@@ -24,13 +24,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include "zonefuse/crc32c.h"
 #include "zonefuse/jrnl.h"
 #include "zonefuse/util.h"
 
-/* Roll to a new snapshot once the log is this long and twice the snapshot. */
-#define JRNL_ROLL_MIN (8ull << 20)
+/*
+ * Roll to a new snapshot once the log is twice the snapshot and at least
+ * two zones' capacity, capped at this: small zones roll sooner, so the
+ * chain does not eat the reserve of a small device.
+ */
+#define JRNL_ROLL_MAX (8ull << 20)
 #define JRNL_MAX_ANCHORS 1024u
 #define JRNL_SB_SCAN_ZONES 16u
 #define JRNL_READ_CHUNK (1u << 20)
@@ -138,6 +143,7 @@ static int jrnl_write_padded(struct jrnl *j, const void *src, size_t len,
 			     uint64_t off)
 {
 	const char *p = src;
+	int tries;
 
 	while (len) {
 		size_t n = ZF_MIN(len, (size_t)JRNL_READ_CHUNK);
@@ -147,6 +153,17 @@ static int jrnl_write_padded(struct jrnl *j, const void *src, size_t len,
 		memcpy(j->iobuf, p, n);
 		memset(j->iobuf + n, 0, padded - n);
 		ret = zdev_write(j->dev, j->iobuf, padded, off);
+		/*
+		 * Every open zone is busy with a write: the device closes
+		 * one as soon as it can (the allocator keeps an active slot
+		 * spare for that). Retry, as the data path does.
+		 */
+		for (tries = 0; ret == -ETOOMANYREFS && tries < 200; tries++) {
+			struct timespec ts = { 0, 1000000 };
+
+			nanosleep(&ts, NULL);
+			ret = zdev_write(j->dev, j->iobuf, padded, off);
+		}
 		if (ret)
 			return ret;
 		j->meta_bytes += padded;
@@ -246,7 +263,12 @@ static int jrnl_write_records(struct jrnl *j, const char *buf, size_t len)
 	while (len) {
 		uint32_t tail = j->chain[j->chain_len - 1];
 		struct zm_zone *z = &j->m->zones[tail];
-		uint64_t room = z->start + z->cap - j->wpos - j->bs;
+		uint64_t room;
+
+		/* The NEXT record's unit is always kept free at a zone's end. */
+		if (j->wpos + j->bs > z->start + z->cap)
+			return -EIO;
+		room = z->start + z->cap - j->wpos - j->bs;
 		size_t fit = 0;
 		struct zf_rec_next nx;
 		char rec[sizeof(struct zf_rec_hdr) + sizeof(nx)];
@@ -500,6 +522,13 @@ out_unlock:
 	return ret;
 }
 
+static uint64_t jrnl_roll_min(struct jrnl *j)
+{
+	uint64_t cap = j->chain_len ? j->m->zones[j->chain[0]].cap : JRNL_ROLL_MAX;
+
+	return ZF_MIN(JRNL_ROLL_MAX, 2 * cap);
+}
+
 /*
  * One commit, as the committer: flush the data, write what is pending,
  * flush again; roll if the log has grown past the snapshot.
@@ -534,7 +563,7 @@ static int jrnl_commit_once(struct jrnl *j)
 		j->durable_seq = upto;
 	pthread_mutex_unlock(&j->lock);
 	if (j->need_roll ||
-	    j->log_bytes >= ZF_MAX(JRNL_ROLL_MIN, 2 * j->snap_bytes)) {
+	    j->log_bytes >= ZF_MAX(jrnl_roll_min(j), 2 * j->snap_bytes)) {
 		ret = jrnl_do_roll(j);
 		if (!ret)
 			j->need_roll = false;
@@ -1251,6 +1280,7 @@ static int jrnl_replay(struct jrnl *j, const struct zf_anchor *a, bool salvage,
 	uint32_t gen = le32toh(a->chain_gen);
 	bool in_snap = true, last_unmount = false;
 	char why[sizeof(info->stop)] = "";
+	uint64_t good_end; /* just after the last record accepted */
 	int ret;
 
 	r.buf = zdev_buf_alloc(j->dev, (size_t)JRNL_READ_CHUNK * 2);
@@ -1260,6 +1290,7 @@ static int jrnl_replay(struct jrnl *j, const struct zf_anchor *a, bool salvage,
 			   gen, why, sizeof(why));
 	if (ret)
 		goto out_snap;
+	good_end = r.pos;
 	ret = jrnl_chain_push(j, r.zone);
 	if (ret)
 		goto out_free;
@@ -1321,6 +1352,7 @@ static int jrnl_replay(struct jrnl *j, const struct zf_anchor *a, bool salvage,
 		}
 		p += sizeof(h);
 		r.pos += sizeof(h) + ZF_ROUND_UP(len, ZF_REC_ALIGN);
+		good_end = r.pos;
 		last_unmount = false;
 
 		if (type == ZF_REC_NEXT) {
@@ -1346,6 +1378,7 @@ static int jrnl_replay(struct jrnl *j, const struct zf_anchor *a, bool salvage,
 			ret = jrnl_chain_push(j, r.zone);
 			if (ret)
 				goto out_free;
+			good_end = r.pos;
 			continue;
 		}
 		if (in_snap) {
@@ -1388,13 +1421,17 @@ static int jrnl_replay(struct jrnl *j, const struct zf_anchor *a, bool salvage,
 		jrnl_scan_beyond(&r, gen, expect, info);
 	/*
 	 * Clean: the last record was UNMOUNT and nothing follows it but
-	 * padding, so appending right after it keeps the log readable.
+	 * padding, so appending right after it keeps the log readable. On a
+	 * conventional zone the zeros after it read as padding up to the
+	 * zone's end: the tail is where the last record ended, not where
+	 * the reading stopped.
 	 */
 	{
 		struct zm_zone *z = &j->m->zones[r.zone];
-		uint64_t tail = ZF_ROUND_UP(r.pos, j->bs);
+		uint64_t tail = ZF_ROUND_UP(good_end, j->bs);
 
 		info->clean = last_unmount && r.pos &&
+			      tail + j->bs <= z->start + z->cap &&
 			      (z->type == ZDEV_ZONE_CONV || tail == z->wp);
 		j->wpos = info->clean ? tail : 0;
 		if (info->clean)

@@ -331,10 +331,24 @@ static void zm_dir_free(struct zm_dir *d)
 
 /* ---- extents --------------------------------------------------------------- */
 
+/*
+ * A zone's live bytes count whole blocks: an extent of 10,000 bytes takes
+ * three 4 KiB blocks of its zone. Counting bytes would make a zone full of
+ * padded tails look partly dead, and reclaim would move it again and again
+ * for nothing (the copy carries the same padding).
+ */
+static uint64_t zm_fp(const struct zmeta *m, uint64_t len)
+{
+	return ZF_ROUND_UP(len, (uint64_t)m->block_size);
+}
+
+/* @len bytes of footprint leave the zone of @addr. */
 static void zm_zone_sub(struct zmeta *m, uint64_t addr, uint64_t len)
 {
 	struct zm_zone *z = &m->zones[zm_zone_of(m, addr)];
 
+	if (!len)
+		return;
 	z->valid -= len;
 	m->live_bytes -= len;
 	if (!z->valid && m->zone_dead)
@@ -398,6 +412,8 @@ static void zm_punch(struct zmeta *m, struct zm_inode *i, uint64_t start,
 		uint64_t estart = e->foff, eend = e->foff + e->len;
 		uint64_t cut_s = ZF_MAX(estart, start), cut_e = ZF_MIN(eend, end);
 
+		uint64_t before = zm_fp(m, e->len);
+
 		if (cut_s > estart && cut_e < eend) {
 			/* Middle: split into two. */
 			memmove(&i->f.ext[k + 2], &i->f.ext[k + 1],
@@ -407,13 +423,14 @@ static void zm_punch(struct zmeta *m, struct zm_inode *i, uint64_t start,
 			i->f.ext[k + 1].len = eend - cut_e;
 			e->len = cut_s - estart;
 			i->f.n_ext++;
-			zm_zone_sub(m, e->addr + e->len, cut_e - cut_s);
+			zm_zone_sub(m, e->addr, before - zm_fp(m, e->len) -
+							zm_fp(m, eend - cut_e));
 			return;
 		}
 		if (cut_s > estart) {
 			/* Tail cut. */
 			e->len = cut_s - estart;
-			zm_zone_sub(m, e->addr + e->len, cut_e - cut_s);
+			zm_zone_sub(m, e->addr, before - zm_fp(m, e->len));
 			k++;
 			continue;
 		}
@@ -421,14 +438,14 @@ static void zm_punch(struct zmeta *m, struct zm_inode *i, uint64_t start,
 			/* Head cut. */
 			uint64_t d = cut_e - estart;
 
-			zm_zone_sub(m, e->addr, d);
 			e->foff += d;
 			e->addr += d;
 			e->len -= d;
+			zm_zone_sub(m, e->addr, before - zm_fp(m, e->len));
 			return;
 		}
 		/* Whole extent. */
-		zm_zone_sub(m, e->addr, e->len);
+		zm_zone_sub(m, e->addr, before);
 		memmove(e, e + 1, (i->f.n_ext - k - 1) * sizeof(*e));
 		i->f.n_ext--;
 	}
@@ -454,7 +471,7 @@ static void zm_extent_set(struct zmeta *m, struct zm_inode *i, uint64_t foff,
 
 	zm_punch(m, i, foff, foff + len);
 	k = zm_extent_find(i, foff);
-	zm_zone_add(m, addr, len);
+	zm_zone_add(m, addr, zm_fp(m, len));
 	if (k > 0) {
 		p = &i->f.ext[k - 1];
 		if (p->foff + p->len == foff && p->addr + p->len == addr &&
@@ -502,7 +519,8 @@ void zm_inode_free(struct zmeta *m, struct zm_inode *in)
 
 	if (zm_is_reg(in))
 		for (k = 0; k < in->f.n_ext; k++)
-			zm_zone_sub(m, in->f.ext[k].addr, in->f.ext[k].len);
+			zm_zone_sub(m, in->f.ext[k].addr,
+				    zm_fp(m, in->f.ext[k].len));
 	if (zm_is_reg(in))
 		in->f.n_ext = 0;
 	zm_itab_remove(m, in);
@@ -1494,7 +1512,7 @@ static int zm_load_extents(struct zmeta *m, struct zm_inode *in,
 		in->f.ext[in->f.n_ext].addr = addr;
 		in->f.ext[in->f.n_ext].len = elen;
 		in->f.n_ext++;
-		zm_zone_add(m, addr, elen);
+		zm_zone_add(m, addr, zm_fp(m, elen));
 	}
 	return 0;
 }

@@ -100,11 +100,14 @@ int zfs_mkfs(const char *path, const struct zfs_mkfs_opts *o,
 		if (m.zones[i].state == ZM_ZONE_BAD ||
 		    m.zones[i].cap < JRNL_MIN_ZONE_CAP)
 			continue;
-		if (!cap)
+		if (!cap && m.zones[i].type == ZDEV_ZONE_SEQ)
 			cap = m.zones[i].cap;
 		usable++;
 		ucap += m.zones[i].cap;
 	}
+	for (i = 0; !cap && i < m.nr_zones; i++)
+		if (m.zones[i].state != ZM_ZONE_BAD)
+			cap = m.zones[i].cap;
 	zm_destroy(&m);
 	jp.reserve_zones = o->reserve_pct < 0 ?
 				   ZF_MAX(ZFS_MIN_RESERVE, ZF_DIV_ROUND_UP(usable, 100)) :

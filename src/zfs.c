@@ -1778,8 +1778,14 @@ int zfs_get_stats(struct zfs *fs, struct zfs_stats *s)
 			s->meta_resets_max = ZF_MAX(s->meta_resets_max, z->resets);
 			continue;
 		case ZM_ZONE_META:
+			/*
+			 * The journal's zones come from the pool but are not
+			 * reset while it uses them: count them with the
+			 * metadata, not in the data zones' wear.
+			 */
 			s->zones_meta++;
-			break;
+			s->meta_resets_max = ZF_MAX(s->meta_resets_max, z->resets);
+			continue;
 		case ZM_ZONE_BAD:
 			s->zones_bad++;
 			continue;
@@ -1852,6 +1858,7 @@ int zfs_stats_json(const struct zfs_stats *s, char *buf, size_t size)
 		     ", \"write_amplification\": %s"
 		     ", \"resets_total\": %" PRIu64 ", \"resets_min\": %" PRIu64
 		     ", \"resets_max\": %" PRIu64 ", \"resets_mean\": %.3f"
+		     ", \"resets_spread\": %" PRIu64
 		     ", \"meta_resets_max\": %" PRIu64
 		     ", \"open_zones\": %u, \"active_zones\": %u"
 		     ", \"max_open\": %u, \"max_active\": %u"
@@ -1864,7 +1871,8 @@ int zfs_stats_json(const struct zfs_stats *s, char *buf, size_t size)
 		     s->host_bytes_written, s->device_bytes_written,
 		     s->gc_bytes_written, s->meta_bytes_written, wa,
 		     s->resets_total, s->resets_min, s->resets_max,
-		     s->resets_mean, s->meta_resets_max, s->open_zones,
+		     s->resets_mean, s->resets_max - s->resets_min,
+		     s->meta_resets_max, s->open_zones,
 		     s->active_zones, s->max_open, s->max_active,
 		     s->read_only ? "true" : "false");
 	if (n < 0 || (size_t)n >= size)

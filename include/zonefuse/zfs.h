@@ -261,7 +261,8 @@ struct zfs_stats {
 	uint64_t host_bytes_written, device_bytes_written, gc_bytes_written;
 	uint64_t meta_bytes_written;
 	double write_amplification; /* < 0 while nothing was written */
-	uint64_t resets_total, resets_min, resets_max;
+	uint64_t resets_total, resets_min, resets_max; /* pool zones not in
+							   the journal now */
 	double resets_mean;
 	uint64_t meta_resets_max;
 	uint32_t open_zones, active_zones;

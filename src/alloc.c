@@ -26,6 +26,9 @@
 #include "zfs_i.h"
 #include "zonefuse/util.h"
 
+/* Reclaim moves a zone only if it frees at least this share of it. */
+#define ALLOC_GC_MIN_GAIN_DIV 16u
+
 /* A private head's zone with less than this share left is finished. */
 #define ALLOC_FINISH_DIV 4u
 #define ALLOC_RETRY_OPEN 200
@@ -140,11 +143,15 @@ uint32_t alloc_gc_victim(struct zfs *fs)
 		struct zm_zone *z = &fs->m.zones[i];
 		double u, age, score;
 
-		/* Full zones, and parked ones (finished first if chosen). */
+		/*
+		 * Full zones, and parked ones (finished first if chosen),
+		 * with something to gain: moving a zone that is nearly all
+		 * live costs a zone's worth of writes for a sliver of space.
+		 */
 		if (z->state != ZM_ZONE_DATA || !z->valid || z->pending ||
 		    (z->flags & (ZFS_ZF_HEAD | ZFS_ZF_RESETQ | ZFS_ZF_GC)) ||
 		    (z->wp < z->start + z->cap && !(z->flags & ZFS_ZF_PARKED)) ||
-		    z->valid >= z->cap)
+		    z->valid + z->cap / ALLOC_GC_MIN_GAIN_DIV > z->cap)
 			continue;
 		u = (double)z->valid / (double)z->cap;
 		age = (double)(now - z->mtime) / 1e9 + 1;
@@ -325,9 +332,13 @@ static enum alloc_kind alloc_head_kind(const struct zfs_head *h)
 static bool alloc_active_ok(struct zfs *fs, enum alloc_kind kind,
 			    struct zfs_head *self)
 {
-	/* The new zone, the super zone, and for a large file the slot kept
-	 * for the shared heads. */
-	uint32_t need = kind == ALLOC_PRIVATE ? 3 : 2;
+	/*
+	 * The new zone, the super zone, a spare (at the active limit null_blk
+	 * refuses to reopen a closed zone even to close another for it: the
+	 * journal's zone, closed by the device, could not be written), and
+	 * for a large file the slot kept for the shared heads.
+	 */
+	uint32_t need = kind == ALLOC_PRIVATE ? 4 : 3;
 
 	if (!fs->max_active || kind == ALLOC_META)
 		return true;
@@ -373,15 +384,20 @@ static bool alloc_reset_now(struct zfs *fs)
 
 /*
  * Take an empty zone for writing: the least-worn free zone. The journal
- * may dip into the reserve. Returns -ENOSPC when no zone is free (-EAGAIN
+ * and reclaim may dip into the reserve; data may too with @dip (the last
+ * resort, see alloc_head_zone()), down to the journal's snapshot room and
+ * one zone for reclaim. Returns -ENOSPC when no zone is free (-EAGAIN
  * when the only free ones wait for their freeing record to be durable),
  * -EBUSY when @kind may not take another active zone. alloc_lock held.
  */
-static int alloc_take_zone(struct zfs *fs, enum alloc_kind kind,
+static int alloc_take_zone(struct zfs *fs, enum alloc_kind kind, bool dip,
 			   struct zfs_head *self, uint32_t *zone)
 {
 	bool meta = kind == ALLOC_META;
 	uint32_t floor = meta || kind == ALLOC_GC ? 0 : alloc_floor(fs);
+
+	if (dip && floor > fs->reserve_zones)
+		floor -= fs->reserve_zones - 1;
 
 	for (;;) {
 		uint32_t i, nfree = 0, waiting = 0;
@@ -439,7 +455,7 @@ static int alloc_jrnl_zone(void *arg, uint32_t *zone)
 	int ret;
 
 	pthread_mutex_lock(&fs->alloc_lock);
-	ret = alloc_take_zone(fs, ALLOC_META, NULL, zone);
+	ret = alloc_take_zone(fs, ALLOC_META, false, NULL, zone);
 	pthread_mutex_unlock(&fs->alloc_lock);
 	return ret == -EAGAIN ? -ENOSPC : ret;
 }
@@ -558,6 +574,7 @@ static int alloc_head_zone(struct zfs *fs, struct zfs_head *head)
 {
 	enum alloc_kind kind = alloc_head_kind(head);
 	int ret, commits = 0, collects = 0, waits = 0;
+	bool dip = false;
 	struct zm_zone *z;
 	uint32_t zone;
 
@@ -568,7 +585,7 @@ static int alloc_head_zone(struct zfs *fs, struct zfs_head *head)
 		z = alloc_parked_for(fs, head, false);
 		if (z)
 			break;
-		ret = alloc_take_zone(fs, kind, head, &zone);
+		ret = alloc_take_zone(fs, kind, dip, head, &zone);
 		if (ret == -EAGAIN && ++commits <= 20) {
 			/*
 			 * Dead zones wait for their freeing record: commit
@@ -591,6 +608,19 @@ static int alloc_head_zone(struct zfs *fs, struct zfs_head *head)
 				continue;
 			}
 			ret = -ENOSPC;
+		}
+		if (ret == -ENOSPC && kind != ALLOC_GC && !dip) {
+			/*
+			 * Reclaim has nothing left to gain, yet this data was
+			 * admitted (alloc_reserve() counted its bytes against
+			 * the capacity less the reserve): the free space is
+			 * scattered in head zones' unwritten tails and dead
+			 * scraps. Dip into the reserve rather than fail
+			 * data a write already took.
+			 */
+			dip = true;
+			commits = 0;
+			continue;
 		}
 		if (ret != -EBUSY || kind == ALLOC_PRIVATE || ++waits > 1000)
 			break;
@@ -820,33 +850,29 @@ int alloc_reserve(struct zfs *fs, uint64_t len)
 	pthread_mutex_lock(&fs->alloc_lock);
 	for (;;) {
 		uint64_t avail = alloc_avail(fs, alloc_floor(fs));
-		struct timespec ts;
+		bool staged = fs->reserved != 0;
 
 		if (avail >= fs->reserved + len) {
 			fs->reserved += len;
 			break;
 		}
 		/*
-		 * Space may come back: dead zones whose freeing record is
-		 * not durable yet, data staged by others being written.
-		 * Commit and wait a little before saying ENOSPC.
+		 * Space may come back: data staged in DRAM holds a promise
+		 * of space, and once written (an overwrite in particular)
+		 * frees the bytes it replaces; dead zones wait for their
+		 * freeing record to be durable. Write out, commit, reset,
+		 * and try again before saying ENOSPC.
 		 */
-		if (++tries > 50 || (!fs->nr_resetq && !fs->reserved)) {
+		if (++tries > 8 || (!fs->nr_resetq && !staged)) {
 			ret = -ENOSPC;
 			break;
 		}
 		pthread_mutex_unlock(&fs->alloc_lock);
-		if (fs->nr_resetq)
-			jrnl_commit(fs->j, UINT64_MAX);
+		if (staged)
+			data_flush_all(fs);
+		jrnl_commit(fs->j, UINT64_MAX);
 		alloc_reclaim(fs);
 		pthread_mutex_lock(&fs->alloc_lock);
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 20000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&fs->alloc_cv, &fs->alloc_lock, &ts);
 	}
 	pthread_mutex_unlock(&fs->alloc_lock);
 	return ret;
@@ -887,9 +913,9 @@ void alloc_space(struct zfs *fs, uint64_t *capacity, uint64_t *free,
 	}
 	avail = alloc_avail(fs, floor);
 	*free = avail > fs->reserved ? avail - fs->reserved : 0;
+	/* The reserve is not capacity users can fill (as alloc_avail()). */
+	*capacity = cap - ZF_MIN(cap, (uint64_t)floor * fs->max_zcap);
 	pthread_mutex_unlock(&fs->alloc_lock);
-	/* The reserve is not capacity users can fill. */
-	*capacity = cap - ZF_MIN(cap, (uint64_t)floor * fs->m.zone_size);
 	*used = u;
 	*reclaimable = dead;
 }
@@ -1091,7 +1117,7 @@ int alloc_init(struct zfs *fs)
 	/* Zones left active by the last session beyond our budget: finish. */
 	pthread_mutex_lock(&fs->alloc_lock);
 	while (!fs->rdonly && fs->max_active &&
-	       fs->nr_active + 3 > fs->max_active &&
+	       fs->nr_active + 4 > fs->max_active &&
 	       alloc_free_slot(fs, NULL, false))
 		;
 	pthread_mutex_unlock(&fs->alloc_lock);

@@ -618,6 +618,25 @@ static int data_rmw(struct zfs *fs, struct zm_inode *in, struct zfs_chunk *c,
 }
 
 /*
+ * Staged data was promised space (alloc_reserve counts dead bytes as
+ * space: reclaim makes it usable). When the zones are not there yet,
+ * let reclaim and resets catch up rather than drop acknowledged data;
+ * give up only after about ten seconds.
+ */
+static bool data_enospc_retry(struct zfs *fs, unsigned int *tries)
+{
+	struct timespec ts = { 0, 100000000 };
+
+	if (++*tries > 100 || fs->error || fs->wb_stop)
+		return false;
+	gc_collect(fs, 1);
+	jrnl_commit(fs->j, UINT64_MAX);
+	alloc_reclaim(fs);
+	nanosleep(&ts, NULL);
+	return true;
+}
+
+/*
  * Write chunk @c of @rt to zones. Fills @pieces with where each part
  * landed and *@npp with how many, also on failure (those parts are then
  * garbage, but they were written). Returns 0 or an errno.
@@ -628,6 +647,7 @@ static int data_write_chunk(struct zfs *fs, struct zfs_rt *rt,
 {
 	uint32_t bs = fs->bs, i = 0, np = 0;
 	struct data_piece *pieces = *piecesp;
+	unsigned int tries = 0;
 	struct zfs_head *head;
 	int ret = 0;
 
@@ -681,11 +701,22 @@ static int data_write_chunk(struct zfs *fs, struct zfs_rt *rt,
 			}
 			ret = alloc_head_write(fs, head, c->data + rs, re - rs,
 					       &addr, &done);
-			if (ret == -EBUSY && head->kind == ZFS_HEAD_PRIVATE) {
-				/* No active zone to spare: share, never fail. */
+			if ((ret == -EBUSY || ret == -ENOSPC) &&
+			    head->kind == ZFS_HEAD_PRIVATE) {
+				/*
+				 * No active zone to spare, or no free zone
+				 * for a zone of its own: share, never fail.
+				 */
 				head = rt->hot ? &fs->hot : &fs->small;
 				continue;
 			}
+			/*
+			 * Wait for space where the write stopped: what the
+			 * chunk wrote so far stays, so a device near full is
+			 * not filled further with retries' garbage.
+			 */
+			if (ret == -ENOSPC && data_enospc_retry(fs, &tries))
+				continue;
 			if (ret)
 				goto out;
 			if (np && pieces[np - 1].foff + pieces[np - 1].len ==
@@ -804,31 +835,10 @@ static void data_wb_done(struct zfs *fs, struct zfs_rt *rt)
 	}
 }
 
-/*
- * Staged data was promised space (alloc_reserve counts dead bytes as
- * space: reclaim makes it usable). When the zones are not there yet,
- * let reclaim and resets catch up rather than drop acknowledged data;
- * give up only after about ten seconds.
- */
-static bool data_enospc_retry(struct zfs *fs, unsigned int *tries)
-{
-	struct timespec ts = { 0, 100000000 };
-
-	if (++*tries > 100 || fs->error || fs->wb_stop)
-		return false;
-	gc_collect(fs, 1);
-	jrnl_commit(fs->j, UINT64_MAX);
-	alloc_reclaim(fs);
-	nanosleep(&ts, NULL);
-	return true;
-}
-
 /* Write out everything sealed in @rt, oldest first. */
 static void data_wb_inode(struct zfs *fs, struct zfs_rt *rt,
 			  struct data_piece **pieces, uint32_t *max)
 {
-	unsigned int tries = 0;
-
 	for (;;) {
 		struct zfs_chunk *c;
 		uint32_t np;
@@ -849,8 +859,6 @@ static void data_wb_inode(struct zfs *fs, struct zfs_rt *rt,
 			/* What was written of it is garbage now. */
 			data_land(fs, *pieces, (int)np);
 			np = 0;
-			if (ret == -ENOSPC && data_enospc_retry(fs, &tries))
-				continue;
 			if (ret != -ESHUTDOWN)
 				zlog_err("%s: writing data of inode %" PRIu64 " at offset %" PRIu64 " failed: %s; that data is lost",
 					 zdev_path(fs->dev), rt->ino, c->foff,
@@ -859,7 +867,6 @@ static void data_wb_inode(struct zfs *fs, struct zfs_rt *rt,
 			rt->wb_error = ret;
 			pthread_rwlock_unlock(&rt->lock);
 		}
-		tries = 0;
 		data_apply_chunk(fs, rt, c, *pieces, (int)np);
 	}
 }

@@ -112,7 +112,7 @@ kill_daemon()
 stats()
 {
 	getfattr -n user.zonefuse.stats --only-values "$mnt" 2>/dev/null |
-		tr ',{}' '\n\n\n' | grep -E '"(gc_bytes_written|snap_seq|resets_total|used_bytes)"' | tr '\n' ' '
+		tr ',{}' '\n' | grep -E '"(gc_bytes_written|snapshot_seq|resets_total|used_bytes)"' | tr '\n' ' '
 }
 
 run_mode()

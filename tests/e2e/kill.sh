@@ -39,10 +39,14 @@ nsrc=${#sizes[@]}
 # $durable only after its fsync (sync FILE) returned success.
 writer()
 {
-	local r=$1 i=0 s name
+	local r=$1 i=0 s name avail blocks
 
 	mkdir -p "$mnt/r$r" || return
 	while :; do
+		# Rounds add up: past half of the device, stop adding files, so
+		# that the commit=1 test at the end has room on any machine.
+		read -r avail blocks < <(stat -f -c '%a %b' "$mnt" 2>/dev/null) || return
+		[ $((avail * 2)) -lt "$blocks" ] && return
 		s=$((RANDOM % nsrc))
 		name=r$r/f$i
 		cp "$src/s$s" "$mnt/$name" 2>/dev/null || return
@@ -113,6 +117,7 @@ e2e_fsck "$img"
 # Without fsync, the periodic commit (-o commit=1) makes data durable too:
 # files written, closed and left alone for 3 commit intervals survive.
 e2e_mount "$img" "$mnt" -o commit=1
+e2e_log "before the commit=1 kill: $(df -B1 --output=used,avail "$mnt" | tail -1) bytes used, available"
 mkdir -p "$mnt/timed" || e2e_fail "mkdir timed"
 for s in 0 3 6 8 10 11; do
 	cp "$src/s$s" "$mnt/timed/s$s" || e2e_fail "cp to timed/s$s"

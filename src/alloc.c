@@ -994,6 +994,36 @@ int alloc_reclaim(struct zfs *fs)
 	return ret ? ret : (int)done;
 }
 
+/* Lock order: a head's lock, then alloc_lock (as alloc_head_write()). */
+static void alloc_release_head(struct zfs *fs, struct zfs_head *h)
+{
+	pthread_mutex_lock(&h->lock);
+	pthread_mutex_lock(&fs->alloc_lock);
+	if (h->zone != ZF_NO_ZONE) {
+		struct zm_zone *z = &fs->m.zones[h->zone];
+
+		z->flags &= (uint8_t)~ZFS_ZF_HEAD;
+		alloc_maybe_dead(fs, z);
+		h->zone = ZF_NO_ZONE;
+	}
+	pthread_mutex_unlock(&fs->alloc_lock);
+	pthread_mutex_unlock(&h->lock);
+}
+
+void alloc_release_heads(struct zfs *fs)
+{
+	struct zfs_head *h;
+
+	alloc_release_head(fs, &fs->small);
+	alloc_release_head(fs, &fs->hot);
+	alloc_release_head(fs, &fs->gc);
+	pthread_mutex_lock(&fs->alloc_lock);
+	h = fs->heads;
+	pthread_mutex_unlock(&fs->alloc_lock);
+	for (; h; h = h->next)
+		alloc_release_head(fs, h);
+}
+
 /* ---- mount ------------------------------------------------------------------- */
 
 /* The file system's write pointer of a conventional data zone: its data. */
@@ -1106,12 +1136,24 @@ int alloc_init(struct zfs *fs)
 			}
 			continue;
 		}
-		/* No live data: free, with a reset first if written. */
-		z->state = ZM_ZONE_FREE;
+		/*
+		 * No live data: free. Written (data deleted just before a
+		 * crash, or a write whose extent never reached the journal):
+		 * queued for the background reset, so that the zone is
+		 * empty before it is needed and the reset is journaled.
+		 */
 		z->free_seq = 0;
 		if (z->wp != z->start && alloc_is_active(z) &&
 		    z->type == ZDEV_ZONE_SEQ)
 			fs->nr_active++;
+		if (z->wp != z->start && z->type == ZDEV_ZONE_SEQ &&
+		    !fs->rdonly) {
+			z->state = ZM_ZONE_DATA;
+			z->flags = 0;
+			alloc_maybe_dead(fs, z);
+			continue;
+		}
+		z->state = ZM_ZONE_FREE;
 	}
 	free(rep);
 	/* Zones left active by the last session beyond our budget: finish. */

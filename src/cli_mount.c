@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,7 +226,12 @@ int cli_mount(int argc, char **argv)
 	zlog_info("%s mounted on %s%s", dev, dir, cfg.ro ? " (read-only)" : "");
 	loop = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_max_threads(loop, cfg.threads ? cfg.threads : 10);
-	ret = fuse_session_loop_mt(se, loop) ? 1 : 0;
+	/*
+	 * The loop returns the signal that ended it (libfuse's handlers:
+	 * SIGTERM, SIGINT, SIGHUP): an asked-for stop, as umount is.
+	 */
+	ret = fuse_session_loop_mt(se, loop);
+	ret = ret == SIGTERM || ret == SIGINT || ret == SIGHUP ? 0 : !!ret;
 	fuse_loop_cfg_destroy(loop);
 out_unmount:
 	fuse_session_unmount(se);

@@ -907,6 +907,13 @@ static void *data_wb_main(void *arg)
 
 /* ---- flushing ---------------------------------------------------------------------- */
 
+void data_start_inode(struct zfs *fs, struct zfs_rt *rt)
+{
+	pthread_rwlock_wrlock(&rt->lock);
+	data_seal_all(fs, rt, 0);
+	pthread_rwlock_unlock(&rt->lock);
+}
+
 int data_flush_inode(struct zfs *fs, struct zfs_rt *rt)
 {
 	int ret;

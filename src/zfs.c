@@ -547,8 +547,11 @@ int zfs_setattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 	rec.attr.ctime = (int64_t)htole64((uint64_t)now);
 	rec.valid = htole32(valid);
 	rec.reserved = 0;
-	if (rt)
+	if (rt) {
 		data_truncate_staged(fs, rt, (uint64_t)a->st_size);
+		if (!a->st_size && in->size)
+			rt->replaced = true;
+	}
 	ret = zfs_log(fs, ZF_REC_SETATTR, &rec, sizeof(rec));
 	if (rt)
 		pthread_rwlock_unlock(&rt->lock);
@@ -905,6 +908,47 @@ static bool zfs_is_ancestor(struct zfs *fs, uint64_t anc, uint64_t d)
 	return true;
 }
 
+/*
+ * Replacing a file (write a temporary file, rename it over the old one: the
+ * idiom of torch.save wrappers, DeepSpeed's `latest`, editors): the new
+ * file's staged data is written, and its extents logged, before the rename
+ * record, so that a crash shows the old file or the new one, never the new
+ * name on a file cut at its last written chunk. ext4 calls this
+ * auto_da_alloc; as the journal here commits on its own schedule, the
+ * rename waits for the writes (not for a commit).
+ */
+static int zfs_rename_flush(struct zfs *fs, uint64_t parent, const char *name,
+			    uint64_t newparent, const char *newname)
+{
+	struct zm_inode *sd, *dd, *in = NULL;
+	struct zm_dent *se;
+	struct zfs_rt *rt = NULL;
+	int ret;
+
+	pthread_rwlock_rdlock(&fs->meta_lock);
+	ret = zfs_get_dir(fs, parent, &sd);
+	if (!ret)
+		ret = zfs_get_dir(fs, newparent, &dd);
+	se = ret ? NULL : zm_lookup(sd, name, strlen(name));
+	if (se && zm_lookup(dd, newname, strlen(newname))) {
+		in = zm_iget(&fs->m, se->ino);
+		rt = in && zm_is_reg(in) ? in->rt : NULL;
+	}
+	/* The pin keeps the inode and its rt while meta_lock is let go. */
+	if (rt)
+		__atomic_add_fetch(&in->npin, 1, __ATOMIC_RELAXED);
+	pthread_rwlock_unlock(&fs->meta_lock);
+	if (!rt)
+		return 0;
+	ret = data_flush_inode(fs, rt);
+	pthread_rwlock_wrlock(&fs->meta_lock);
+	__atomic_sub_fetch(&in->npin, 1, __ATOMIC_RELAXED);
+	if (!in->nlink && !zm_inode_busy(in))
+		zfs_inode_maybe_free(fs, in); /* unlinked meanwhile */
+	pthread_rwlock_unlock(&fs->meta_lock);
+	return ret;
+}
+
 int zfs_rename(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t parent,
 	       const char *name, uint64_t newparent, const char *newname,
 	       unsigned int flags)
@@ -925,6 +969,8 @@ int zfs_rename(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t parent,
 	if (ret)
 		return ret;
 	ret = zfs_check_writable(fs);
+	if (!ret && !(flags & ZFS_RENAME_NOREPLACE))
+		ret = zfs_rename_flush(fs, parent, name, newparent, newname);
 	if (ret)
 		return ret;
 	pthread_rwlock_wrlock(&fs->meta_lock);
@@ -1100,6 +1146,26 @@ out_unlock:
 	return ret;
 }
 
+/*
+ * The last close of a file truncated to nothing and written again (the
+ * other replace idiom, open(O_TRUNC) and write): its data is written out
+ * now, so that a crash after the truncate's record is committed does not
+ * leave the file empty or cut short for long (ext4's auto_da_alloc). The
+ * close does not wait for the writes.
+ */
+static void zfs_release_replaced(struct zfs *fs, struct zm_inode *in,
+				 struct zfs_rt *rt)
+{
+	bool replaced;
+
+	pthread_rwlock_wrlock(&rt->lock);
+	replaced = rt->replaced;
+	rt->replaced = false;
+	pthread_rwlock_unlock(&rt->lock);
+	if (replaced && in->nlink)
+		data_start_inode(fs, rt);
+}
+
 int zfs_release(struct zfs *fs, uint64_t ino)
 {
 	struct zfs_head *head = NULL;
@@ -1113,6 +1179,8 @@ int zfs_release(struct zfs *fs, uint64_t ino)
 		if (!in->nopen)
 			rt = in->rt;
 	}
+	if (rt)
+		zfs_release_replaced(fs, in, rt);
 	if (in && !zm_inode_busy(in) && !in->nlink) {
 		zfs_inode_maybe_free(fs, in);
 		rt = NULL;
@@ -1822,6 +1890,7 @@ int zfs_get_stats(struct zfs *fs, struct zfs_stats *s)
 	s->device_bytes_written = fs->base_device_bytes + ds.bytes_written;
 	s->gc_bytes_written = fs->base_gc_bytes + fs->gc_bytes;
 	s->meta_bytes_written = fs->base_meta_bytes + js.meta_bytes;
+	s->device_bytes_read = ds.bytes_read;
 	s->write_amplification =
 		s->host_bytes_written ?
 			(double)s->device_bytes_written /
@@ -1855,6 +1924,7 @@ int zfs_stats_json(const struct zfs_stats *s, char *buf, size_t size)
 		     ", \"device_bytes_written\": %" PRIu64
 		     ", \"gc_bytes_written\": %" PRIu64
 		     ", \"meta_bytes_written\": %" PRIu64
+		     ", \"device_bytes_read\": %" PRIu64
 		     ", \"write_amplification\": %s"
 		     ", \"resets_total\": %" PRIu64 ", \"resets_min\": %" PRIu64
 		     ", \"resets_max\": %" PRIu64 ", \"resets_mean\": %.3f"
@@ -1869,7 +1939,8 @@ int zfs_stats_json(const struct zfs_stats *s, char *buf, size_t size)
 		     s->zones_closed, s->zones_full, s->meta_zones,
 		     s->zones_bad, s->snap_seq, s->last_seq,
 		     s->host_bytes_written, s->device_bytes_written,
-		     s->gc_bytes_written, s->meta_bytes_written, wa,
+		     s->gc_bytes_written, s->meta_bytes_written,
+		     s->device_bytes_read, wa,
 		     s->resets_total, s->resets_min, s->resets_max,
 		     s->resets_mean, s->resets_max - s->resets_min,
 		     s->meta_resets_max, s->open_zones,
@@ -2157,9 +2228,17 @@ int zfs_unmount(struct zfs *fs)
 	if (!fs->rdonly && !fs->error) {
 		ret = data_flush_all(fs);
 		zfs_bg_stop(fs);
+		/*
+		 * Zones whose data was deleted leave empty: the heads let go
+		 * of theirs, the freeing records are made durable, and then
+		 * the resets can be journaled before the last commit.
+		 */
+		alloc_release_heads(fs);
+		if (!ret)
+			ret = jrnl_commit(fs->j, UINT64_MAX);
+		alloc_reclaim(fs);
 		if (!ret)
 			ret = zfs_log_counters(fs);
-		alloc_reclaim(fs);
 	} else {
 		zfs_bg_stop(fs);
 	}

@@ -89,6 +89,9 @@ struct zfs_rt {
 	bool hot;	      /* rewritten: its small writes go to the hot
 				 stream */
 	uint64_t flushed;     /* data bytes written to zones so far */
+	bool replaced;	      /* truncated to 0 from a non-empty size: the
+				 last close writes the new data out (see
+				 zfs_release()) */
 	uint64_t ino;
 	struct zm_inode *inode;
 	/* Writeback scheduling: protected by zfs.wb_lock. */
@@ -222,6 +225,8 @@ void data_stop(struct zfs *fs);
 int data_flush_all(struct zfs *fs);
 /* Same for one inode. */
 int data_flush_inode(struct zfs *fs, struct zfs_rt *rt);
+/* Queue all of @rt's staged data for writeback, without waiting. */
+void data_start_inode(struct zfs *fs, struct zfs_rt *rt);
 /* Seal chunks idle for more than @idle_ns (commit timer). */
 void data_seal_idle(struct zfs *fs, uint64_t idle_ns);
 ssize_t data_read(struct zfs *fs, struct zm_inode *in, void *buf, size_t size,
@@ -294,6 +299,11 @@ int alloc_reserve(struct zfs *fs, uint64_t len);
 void alloc_unreserve(struct zfs *fs, uint64_t len);
 void alloc_zone_dead(void *arg, uint32_t zone, uint64_t seq);
 int alloc_reclaim(struct zfs *fs);
+/*
+ * At unmount, once nothing writes: heads let go of their zones, and those
+ * with nothing live are queued for their reset (alloc_reclaim()).
+ */
+void alloc_release_heads(struct zfs *fs);
 void alloc_space(struct zfs *fs, uint64_t *capacity, uint64_t *free,
 		 uint64_t *used, uint64_t *reclaimable);
 /* Free zones (empty or dead, ready for a reset), and the margin kept. */

@@ -260,6 +260,7 @@ struct zfs_stats {
 	uint64_t snap_seq, last_seq, durable_seq;
 	uint64_t host_bytes_written, device_bytes_written, gc_bytes_written;
 	uint64_t meta_bytes_written;
+	uint64_t device_bytes_read; /* by this mount (data, journal, reclaim) */
 	double write_amplification; /* < 0 while nothing was written */
 	uint64_t resets_total, resets_min, resets_max; /* pool zones not in
 							   the journal now */

@@ -11,7 +11,8 @@
 #   Arguments go to both `meson test` runs, e.g. `scripts/test.sh check_zemu`
 #   runs that test only (the other stages still run).
 # Environment:
-#   ZONEFUSE_SKIP_VM=1          skip the real-device stage (QEMU guest)
+#   ZONEFUSE_SKIP_VM=1          skip the real-device stage (QEMU guests)
+#   ZONEFUSE_VM_ALL=1           one guest per null_blk geometry (5, not 2)
 #   ZONEFUSE_FORMAT_STRICT=1    make clang-format differences fail the run
 #                               (by default they are reported only)
 #   ASAN_OPTIONS, UBSAN_OPTIONS override the sanitizer settings below.
@@ -171,23 +172,29 @@ stage_format()
 }
 
 # ---- the real-device stage -------------------------------------------------
-# This is where zonefuse will be tested on real zoned block devices: a QEMU
-# guest with zoned null_blk (and an emulated ZNS namespace), running the
-# unit and end-to-end tests against /dev/nullb0 and /dev/nvme0n1. It is not
-# written yet: it says so, and the summary shows "not yet", not "passed".
 # The real-device suite: the same conformance tests and a mount test on
 # zoned null_blk and NVMe ZNS, in a QEMU guest booting Debian's kernel
-# (scripts/zoned-vm.sh). One guest per null_blk geometry, as zonefs-tools
-# tests: no limits, open limit only, active limit only, both with zone
-# capacity below zone size, conventional zones with 512-byte blocks. The
-# first guest also has an NVMe ZNS namespace.
-real_geometries=(
-	"zone_size=16 zone_capacity=16 zone_max_open=0 zone_max_active=0 bs=4096 zone_nr_conv=0"
-	"zone_size=16 zone_capacity=16 zone_max_open=4 zone_max_active=0 bs=4096 zone_nr_conv=0"
-	"zone_size=16 zone_capacity=16 zone_max_open=0 zone_max_active=6 bs=4096 zone_nr_conv=0"
-	"zone_size=16 zone_capacity=12 zone_max_open=4 zone_max_active=6 bs=4096 zone_nr_conv=0"
-	"zone_size=16 zone_capacity=16 zone_max_open=0 zone_max_active=0 bs=512 zone_nr_conv=4"
-)
+# (scripts/zoned-vm.sh). A guest takes about 2 minutes, so by default two
+# run: no limits (with an NVMe ZNS namespace, capacity below size), and
+# every constraint at once (capacity below size, open and active limits,
+# 512-byte blocks, conventional zones). ZONEFUSE_VM_ALL=1 runs one guest per
+# geometry instead, as zonefs-tools tests: no limits, open limit only,
+# active limit only, both with capacity below size, conventional zones with
+# 512-byte blocks.
+if [ "${ZONEFUSE_VM_ALL:-0}" = 1 ]; then
+	real_geometries=(
+		"zone_size=16 zone_capacity=16 zone_max_open=0 zone_max_active=0 bs=4096 zone_nr_conv=0"
+		"zone_size=16 zone_capacity=16 zone_max_open=4 zone_max_active=0 bs=4096 zone_nr_conv=0"
+		"zone_size=16 zone_capacity=16 zone_max_open=0 zone_max_active=6 bs=4096 zone_nr_conv=0"
+		"zone_size=16 zone_capacity=12 zone_max_open=4 zone_max_active=6 bs=4096 zone_nr_conv=0"
+		"zone_size=16 zone_capacity=16 zone_max_open=0 zone_max_active=0 bs=512 zone_nr_conv=4"
+	)
+else
+	real_geometries=(
+		"zone_size=16 zone_capacity=16 zone_max_open=0 zone_max_active=0 bs=4096 zone_nr_conv=0"
+		"zone_size=16 zone_capacity=12 zone_max_open=4 zone_max_active=6 bs=512 zone_nr_conv=4"
+	)
+fi
 real_zns="logical_block_size=4096,physical_block_size=4096,zoned.zone_size=16M,zoned.zone_capacity=12M,zoned.max_open=14,zoned.max_active=14"
 
 stage_real_device()

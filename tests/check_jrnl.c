@@ -926,6 +926,35 @@ START_TEST(test_crash_points_free_data)
 END_TEST
 
 /*
+ * A rename that replaces a file writes the new file's staged data first:
+ * a crash after the rename's record is committed (without any fsync)
+ * finds the new file whole under the old name, not cut at its last
+ * written chunk. The same rename to a new name orders nothing.
+ */
+START_TEST(test_rename_replace_orders_data)
+{
+	const size_t len = 2 * MIB + 512 * 1024 + 123;
+	struct zfs *fs;
+
+	mkfs(48);
+	fs = tu_mount(img, false);
+	OK(tu_write(fs, "/ckpt", 0, len, 1));
+	OK(zfs_sync(fs));
+	OK(tu_write(fs, "/ckpt.tmp", 0, len, 2));
+	OK(tu_rename(fs, "/ckpt.tmp", "/ckpt", 0));
+	OK(jrnl_commit(fs->j, UINT64_MAX));
+	zfs_crash(fs);
+
+	fs = tu_mount(img, false);
+	ck_assert(!fs->replay.clean);
+	OK(tu_verify(fs, "/ckpt", 0, len, 2));
+	ck_assert_int_eq(tu_ino(fs, "/ckpt.tmp"), -ENOENT);
+	tu_unmount(fs);
+	fsck_ok(img);
+}
+END_TEST
+
+/*
  * A file's last name goes (unlink, or rename over it) while a writeback
  * thread is still at work on it: the inode and its runtime state must
  * outlive the writeback (it was freed under the thread: a
@@ -1019,6 +1048,8 @@ static Suite *jrnl_suite(void)
 	add(s, "crash_points", test_crash_points, 120);
 	add(s, "crash_anchor_switch", test_crash_anchor_switch, 120);
 	add(s, "unlink_during_writeback", test_unlink_during_writeback, 60);
+	add(s, "rename_replace_orders_data", test_rename_replace_orders_data,
+	    60);
 	add(s, "crash_points_free_data", test_crash_points_free_data, 120);
 	return s;
 }

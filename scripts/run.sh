@@ -18,8 +18,8 @@ usage()
 usage: scripts/run.sh [options] [IMAGE]
 
 Build zonefuse, create the emulated zoned device IMAGE if it does not exist
-(a sparse file shaped like a small ZNS drive), and mount the file system
-on it at the mount point once zonefuse has one.
+(a sparse file shaped like a small ZNS drive), format it if it is blank,
+and mount the file system on it at the mount point.
 
   IMAGE                   default \$ZONEFUSE_IMAGE or /var/tmp/zonefuse.img
   --size SIZE             device size (default 8G)

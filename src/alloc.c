@@ -533,12 +533,23 @@ static void alloc_jrnl_durable(void *arg, uint64_t seq)
 	pthread_mutex_unlock(&fs->bg_lock);
 }
 
+/*
+ * The journal could not write or flush: the metadata on the device stops
+ * at the last good commit, so the file system must stop changing (read-only
+ * from here, in statfs and the stats too), and the user must be told.
+ */
+static void alloc_jrnl_failed(void *arg, int err)
+{
+	zfs_fail(arg, err, "writing the metadata journal");
+}
+
 const struct jrnl_cb alloc_jrnl_cb = {
 	.zone_alloc = alloc_jrnl_zone,
 	.zone_done = alloc_jrnl_done,
 	.zone_release = alloc_jrnl_release,
 	.snapshot = alloc_jrnl_snapshot,
 	.durable = alloc_jrnl_durable,
+	.failed = alloc_jrnl_failed,
 };
 
 /* ---- heads ------------------------------------------------------------------ */

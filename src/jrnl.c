@@ -581,8 +581,25 @@ out:
 	return ret;
 }
 
+/*
+ * The sticky error, with j->lock held. The journal's owner, when it
+ * listens (cb->failed), reports it with what to do about it; without one
+ * (mkfs, the tests) the journal says it itself. Returns whether the
+ * caller must call cb->failed once it has dropped the lock.
+ */
+static bool jrnl_set_error(struct jrnl *j, int err, const char *what)
+{
+	j->error = err;
+	if (j->cb && j->cb->failed)
+		return true;
+	zlog_err("metadata journal on %s: %s failed (%s); the file system is now read-only",
+		 zdev_path(j->dev), what, strerror(-err));
+	return false;
+}
+
 int jrnl_commit(struct jrnl *j, uint64_t seq)
 {
+	bool failed = false;
 	int ret = 0;
 
 	pthread_mutex_lock(&j->lock);
@@ -601,11 +618,8 @@ int jrnl_commit(struct jrnl *j, uint64_t seq)
 		pthread_mutex_unlock(&j->lock);
 		ret = jrnl_commit_once(j);
 		pthread_mutex_lock(&j->lock);
-		if (ret && !j->error) {
-			j->error = ret;
-			zlog_err("metadata journal on %s: commit failed (%s); the file system is now read-only",
-				 zdev_path(j->dev), strerror(-ret));
-		}
+		if (ret && !j->error)
+			failed = jrnl_set_error(j, ret, "commit");
 		j->busy = false;
 		pthread_cond_broadcast(&j->cv);
 	}
@@ -613,6 +627,8 @@ int jrnl_commit(struct jrnl *j, uint64_t seq)
 		ret = j->error;
 	seq = j->durable_seq;
 	pthread_mutex_unlock(&j->lock);
+	if (failed)
+		j->cb->failed(j->cb_arg, ret);
 	if (!ret && j->cb && j->cb->durable)
 		j->cb->durable(j->cb_arg, seq);
 	return ret;
@@ -621,6 +637,7 @@ int jrnl_commit(struct jrnl *j, uint64_t seq)
 /* Run @fn as the committer (waiting for the current one). */
 static int jrnl_as_committer(struct jrnl *j, int (*fn)(struct jrnl *j))
 {
+	bool failed = false;
 	int ret;
 
 	pthread_mutex_lock(&j->lock);
@@ -635,14 +652,13 @@ static int jrnl_as_committer(struct jrnl *j, int (*fn)(struct jrnl *j))
 	pthread_mutex_unlock(&j->lock);
 	ret = fn(j);
 	pthread_mutex_lock(&j->lock);
-	if (ret && !j->error) {
-		j->error = ret;
-		zlog_err("metadata journal on %s: snapshot failed (%s); the file system is now read-only",
-			 zdev_path(j->dev), strerror(-ret));
-	}
+	if (ret && !j->error)
+		failed = jrnl_set_error(j, ret, "snapshot");
 	j->busy = false;
 	pthread_cond_broadcast(&j->cv);
 	pthread_mutex_unlock(&j->lock);
+	if (failed)
+		j->cb->failed(j->cb_arg, ret);
 	return ret;
 }
 

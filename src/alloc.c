@@ -353,8 +353,10 @@ static bool alloc_active_ok(struct zfs *fs, enum alloc_kind kind,
  * Out of free zones, with dead ones queued: reset one whose freeing record
  * is durable right here, instead of waiting for the background thread
  * (the journal, which may be asking, cannot wait: it is the committer).
- * Its reset count reaches the journal with the next snapshot. True if a
- * zone was freed. alloc_lock held.
+ * No ZONE_RESET record tells of it: replay takes a chain zone without live
+ * data as reset (jrnl_rd_zone()), and a data zone is reset again before
+ * use; the next snapshot carries the count. True if a zone was freed.
+ * alloc_lock held.
  */
 static bool alloc_reset_now(struct zfs *fs)
 {

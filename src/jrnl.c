@@ -1194,7 +1194,19 @@ static int jrnl_rd(struct jrnl_reader *r, uint64_t off, size_t n,
 	return 0;
 }
 
-/* Open chain zone @zone for reading; checks its header. */
+/*
+ * Open chain zone @zone for reading; checks its header.
+ *
+ * The zone may be a data zone left without live data by the records
+ * replayed so far. When the journal needs a zone and none is free, the
+ * allocator resets a dead one on the spot (alloc_reset_now()), and the
+ * journal, being the committer, cannot log that ZONE_RESET. That is sound:
+ * the reset waited for the record that freed the zone to be durable, so
+ * that record comes before this NEXT in the log, and nothing can map the
+ * zone after it. Once the header proves the zone is this chain's, the
+ * reset is taken as done, its count one more (the next snapshot writes
+ * the device's count). A zone with live data is never a chain zone.
+ */
 static int jrnl_rd_zone(struct jrnl_reader *r, uint32_t zone, uint32_t index,
 			uint32_t prev, uint64_t first_seq, uint32_t gen,
 			char *why, size_t wl)
@@ -1210,10 +1222,12 @@ static int jrnl_rd_zone(struct jrnl_reader *r, uint32_t zone, uint32_t index,
 		return -EUCLEAN;
 	}
 	z = &j->m->zones[zone];
-	if (z->state != ZM_ZONE_FREE || z->valid) {
+	if ((z->state != ZM_ZONE_FREE && z->state != ZM_ZONE_DATA) ||
+	    z->valid) {
 		snprintf(why, wl, "chain zone %u is also a %s zone", zone,
 			 z->state == ZM_ZONE_SUPER ? "super" :
 			 z->state == ZM_ZONE_BAD   ? "bad" :
+			 z->state == ZM_ZONE_META  ? "chain" :
 						     "data");
 		return -EUCLEAN;
 	}
@@ -1239,6 +1253,11 @@ static int jrnl_rd_zone(struct jrnl_reader *r, uint32_t zone, uint32_t index,
 		snprintf(why, wl, "chain zone %u has no valid header for index %u",
 			 zone, index);
 		return -ENOENT;
+	}
+	if (z->state == ZM_ZONE_DATA) {
+		/* The reset no record tells of (see the comment above). */
+		z->state = ZM_ZONE_FREE;
+		z->resets++;
 	}
 	r->pos = z->start + j->bs;
 	return 0;

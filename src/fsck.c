@@ -531,8 +531,13 @@ int zfs_fsck(const char *path, bool repair,
 	o.defer_threads = true;
 	o.salvage = repair;
 	ret = zfs_mount(path, &o, &fs, err, errlen);
+	if (ret == -EUCLEAN) {
+		/* Metadata that does not replay: a problem (in @err), unfixed. */
+		res->errors = 1;
+		return ZFS_FSCK_UNFIXED;
+	}
 	if (ret)
-		return ret == -EUCLEAN ? ZFS_FSCK_UNFIXED : ZFS_FSCK_OPERROR;
+		return ZFS_FSCK_OPERROR;
 	f.fs = fs;
 	res->log_records = fs->replay.log_records;
 	res->clean_tail = fs->replay.clean;

@@ -149,7 +149,7 @@ static void fsck_failed_zones(struct fsck *f)
 	for (i = 0; i < m->nr_zones; i++) {
 		struct zm_zone *z = &m->zones[i];
 		bool offline = z->cond == ZDEV_COND_OFFLINE;
-		char inos[128] = "";
+		char inos[8 * 22 + 1] = ""; /* 8 inode numbers, ", " between */
 		size_t n = 0;
 		uint32_t files = 0;
 

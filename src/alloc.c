@@ -353,8 +353,10 @@ static bool alloc_active_ok(struct zfs *fs, enum alloc_kind kind,
  * Out of free zones, with dead ones queued: reset one whose freeing record
  * is durable right here, instead of waiting for the background thread
  * (the journal, which may be asking, cannot wait: it is the committer).
- * Its reset count reaches the journal with the next snapshot. True if a
- * zone was freed. alloc_lock held.
+ * No ZONE_RESET record tells of it: replay takes a chain zone without live
+ * data as reset (jrnl_rd_zone()), and a data zone is reset again before
+ * use; the next snapshot carries the count. True if a zone was freed.
+ * alloc_lock held.
  */
 static bool alloc_reset_now(struct zfs *fs)
 {
@@ -533,12 +535,23 @@ static void alloc_jrnl_durable(void *arg, uint64_t seq)
 	pthread_mutex_unlock(&fs->bg_lock);
 }
 
+/*
+ * The journal could not write or flush: the metadata on the device stops
+ * at the last good commit, so the file system must stop changing (read-only
+ * from here, in statfs and the stats too), and the user must be told.
+ */
+static void alloc_jrnl_failed(void *arg, int err)
+{
+	zfs_fail(arg, err, "writing the metadata journal");
+}
+
 const struct jrnl_cb alloc_jrnl_cb = {
 	.zone_alloc = alloc_jrnl_zone,
 	.zone_done = alloc_jrnl_done,
 	.zone_release = alloc_jrnl_release,
 	.snapshot = alloc_jrnl_snapshot,
 	.durable = alloc_jrnl_durable,
+	.failed = alloc_jrnl_failed,
 };
 
 /* ---- heads ------------------------------------------------------------------ */

@@ -87,10 +87,12 @@ int cli_fsck(int argc, char **argv)
 	ret = zfs_fsck(argv[optind], repair, fsck_say, &out, &res, err,
 		       sizeof(err));
 	if (out.json) {
-		printf("], \"errors\": %u, \"fixed\": %u, \"inodes\": %" PRIu64
+		printf("], \"errors\": %u, \"fixed\": %u, \"warnings\": %u"
+		       ", \"inodes\": %" PRIu64
 		       ", \"directories\": %" PRIu64 ", \"extents\": %" PRIu64
 		       ", \"log_records\": %" PRIu64 ", \"clean\": %s, \"exit\": %d",
-		       res.errors, res.fixed, res.inodes, res.dirs, res.extents,
+		       res.errors, res.fixed, res.warnings, res.inodes, res.dirs,
+		       res.extents,
 		       res.log_records, res.clean_tail ? "true" : "false", ret);
 		if (err[0]) {
 			printf(", \"error\": ");
@@ -107,7 +109,7 @@ int cli_fsck(int argc, char **argv)
 	       argv[optind], res.inodes, res.dirs, res.extents,
 	       res.log_records);
 	if (!res.errors)
-		printf("clean\n");
+		printf("clean%s\n", res.warnings ? " (with the warnings above)" : "");
 	else
 		printf("%u problems, %u fixed%s\n", res.errors, res.fixed,
 		       res.fixed < res.errors && !repair ?

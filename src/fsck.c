@@ -62,6 +62,20 @@ fsck_info(struct fsck *f, const char *fmt, ...)
 		f->say(f->arg, line);
 }
 
+__attribute__((format(printf, 2, 3))) static void
+fsck_warn(struct fsck *f, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	f->res->warnings++;
+	if (f->say)
+		f->say(f->arg, line);
+}
+
 /* Call @fn on every inode. */
 #define fsck_for_each_inode(m, in)                                            \
 	for (uint32_t b_ = 0; b_ <= (m)->imask; b_++)                          \
@@ -117,6 +131,53 @@ static void fsck_extents(struct fsck *f)
 					break;
 			}
 		}
+	}
+}
+
+/*
+ * Zones the device made read-only or offline while they held file data
+ * (zm_zone_failed()). The metadata is right and nothing can repair the
+ * device, so this is a warning, not an error: the file system mounts, the
+ * data of a read-only zone reads, that of an offline zone gives EIO. The
+ * user learns which files to copy away or restore.
+ */
+static void fsck_failed_zones(struct fsck *f)
+{
+	struct zmeta *m = &f->fs->m;
+	uint32_t i;
+
+	for (i = 0; i < m->nr_zones; i++) {
+		struct zm_zone *z = &m->zones[i];
+		bool offline = z->cond == ZDEV_COND_OFFLINE;
+		char inos[8 * 22 + 1] = ""; /* 8 inode numbers, ", " between */
+		size_t n = 0;
+		uint32_t files = 0;
+
+		if (!zm_zone_failed(z) || !z->valid)
+			continue;
+		fsck_for_each_inode(m, in)
+		{
+			uint32_t k;
+
+			if (!zm_is_reg(in))
+				continue;
+			for (k = 0; k < in->f.n_ext; k++)
+				if (zm_zone_of(m, in->f.ext[k].addr) == i)
+					break;
+			if (k == in->f.n_ext)
+				continue;
+			if (files++ < 8 && n < sizeof(inos))
+				n += (size_t)snprintf(inos + n, sizeof(inos) - n,
+						      "%s%" PRIu64,
+						      n ? ", " : "", in->ino);
+		}
+		fsck_warn(f,
+			  "warning: zone %u is %s on the device: %" PRIu64 " bytes of file data there (inode%s %s%s) %s",
+			  i, offline ? "offline" : "read-only", z->valid,
+			  files > 1 ? "s" : "", inos,
+			  files > 8 ? ", ..." : "",
+			  offline ? "are lost: reading them gives EIO; restore those files from a copy or delete them" :
+				    "can be read but not moved: copy those files elsewhere while they still read");
 	}
 }
 
@@ -470,8 +531,13 @@ int zfs_fsck(const char *path, bool repair,
 	o.defer_threads = true;
 	o.salvage = repair;
 	ret = zfs_mount(path, &o, &fs, err, errlen);
+	if (ret == -EUCLEAN) {
+		/* Metadata that does not replay: a problem (in @err), unfixed. */
+		res->errors = 1;
+		return ZFS_FSCK_UNFIXED;
+	}
 	if (ret)
-		return ret == -EUCLEAN ? ZFS_FSCK_UNFIXED : ZFS_FSCK_OPERROR;
+		return ZFS_FSCK_OPERROR;
 	f.fs = fs;
 	res->log_records = fs->replay.log_records;
 	res->clean_tail = fs->replay.clean;
@@ -490,6 +556,7 @@ int zfs_fsck(const char *path, bool repair,
 	/* Offline: nothing else touches the metadata. */
 	pthread_rwlock_wrlock(&fs->meta_lock);
 	fsck_extents(&f);
+	fsck_failed_zones(&f);
 	fsck_overlaps(&f);
 	fsck_tree(&f);
 	fsck_links(&f);

@@ -581,8 +581,25 @@ out:
 	return ret;
 }
 
+/*
+ * The sticky error, with j->lock held. The journal's owner, when it
+ * listens (cb->failed), reports it with what to do about it; without one
+ * (mkfs, the tests) the journal says it itself. Returns whether the
+ * caller must call cb->failed once it has dropped the lock.
+ */
+static bool jrnl_set_error(struct jrnl *j, int err, const char *what)
+{
+	j->error = err;
+	if (j->cb && j->cb->failed)
+		return true;
+	zlog_err("metadata journal on %s: %s failed (%s); the file system is now read-only",
+		 zdev_path(j->dev), what, strerror(-err));
+	return false;
+}
+
 int jrnl_commit(struct jrnl *j, uint64_t seq)
 {
+	bool failed = false;
 	int ret = 0;
 
 	pthread_mutex_lock(&j->lock);
@@ -601,11 +618,8 @@ int jrnl_commit(struct jrnl *j, uint64_t seq)
 		pthread_mutex_unlock(&j->lock);
 		ret = jrnl_commit_once(j);
 		pthread_mutex_lock(&j->lock);
-		if (ret && !j->error) {
-			j->error = ret;
-			zlog_err("metadata journal on %s: commit failed (%s); the file system is now read-only",
-				 zdev_path(j->dev), strerror(-ret));
-		}
+		if (ret && !j->error)
+			failed = jrnl_set_error(j, ret, "commit");
 		j->busy = false;
 		pthread_cond_broadcast(&j->cv);
 	}
@@ -613,6 +627,8 @@ int jrnl_commit(struct jrnl *j, uint64_t seq)
 		ret = j->error;
 	seq = j->durable_seq;
 	pthread_mutex_unlock(&j->lock);
+	if (failed)
+		j->cb->failed(j->cb_arg, ret);
 	if (!ret && j->cb && j->cb->durable)
 		j->cb->durable(j->cb_arg, seq);
 	return ret;
@@ -621,6 +637,7 @@ int jrnl_commit(struct jrnl *j, uint64_t seq)
 /* Run @fn as the committer (waiting for the current one). */
 static int jrnl_as_committer(struct jrnl *j, int (*fn)(struct jrnl *j))
 {
+	bool failed = false;
 	int ret;
 
 	pthread_mutex_lock(&j->lock);
@@ -635,14 +652,13 @@ static int jrnl_as_committer(struct jrnl *j, int (*fn)(struct jrnl *j))
 	pthread_mutex_unlock(&j->lock);
 	ret = fn(j);
 	pthread_mutex_lock(&j->lock);
-	if (ret && !j->error) {
-		j->error = ret;
-		zlog_err("metadata journal on %s: snapshot failed (%s); the file system is now read-only",
-			 zdev_path(j->dev), strerror(-ret));
-	}
+	if (ret && !j->error)
+		failed = jrnl_set_error(j, ret, "snapshot");
 	j->busy = false;
 	pthread_cond_broadcast(&j->cv);
 	pthread_mutex_unlock(&j->lock);
+	if (failed)
+		j->cb->failed(j->cb_arg, ret);
 	return ret;
 }
 
@@ -1178,7 +1194,19 @@ static int jrnl_rd(struct jrnl_reader *r, uint64_t off, size_t n,
 	return 0;
 }
 
-/* Open chain zone @zone for reading; checks its header. */
+/*
+ * Open chain zone @zone for reading; checks its header.
+ *
+ * The zone may be a data zone left without live data by the records
+ * replayed so far. When the journal needs a zone and none is free, the
+ * allocator resets a dead one on the spot (alloc_reset_now()), and the
+ * journal, being the committer, cannot log that ZONE_RESET. That is sound:
+ * the reset waited for the record that freed the zone to be durable, so
+ * that record comes before this NEXT in the log, and nothing can map the
+ * zone after it. Once the header proves the zone is this chain's, the
+ * reset is taken as done, its count one more (the next snapshot writes
+ * the device's count). A zone with live data is never a chain zone.
+ */
 static int jrnl_rd_zone(struct jrnl_reader *r, uint32_t zone, uint32_t index,
 			uint32_t prev, uint64_t first_seq, uint32_t gen,
 			char *why, size_t wl)
@@ -1194,10 +1222,12 @@ static int jrnl_rd_zone(struct jrnl_reader *r, uint32_t zone, uint32_t index,
 		return -EUCLEAN;
 	}
 	z = &j->m->zones[zone];
-	if (z->state != ZM_ZONE_FREE || z->valid) {
+	if ((z->state != ZM_ZONE_FREE && z->state != ZM_ZONE_DATA) ||
+	    z->valid) {
 		snprintf(why, wl, "chain zone %u is also a %s zone", zone,
 			 z->state == ZM_ZONE_SUPER ? "super" :
 			 z->state == ZM_ZONE_BAD   ? "bad" :
+			 z->state == ZM_ZONE_META  ? "chain" :
 						     "data");
 		return -EUCLEAN;
 	}
@@ -1223,6 +1253,11 @@ static int jrnl_rd_zone(struct jrnl_reader *r, uint32_t zone, uint32_t index,
 		snprintf(why, wl, "chain zone %u has no valid header for index %u",
 			 zone, index);
 		return -ENOENT;
+	}
+	if (z->state == ZM_ZONE_DATA) {
+		/* The reset no record tells of (see the comment above). */
+		z->state = ZM_ZONE_FREE;
+		z->resets++;
 	}
 	r->pos = z->start + j->bs;
 	return 0;

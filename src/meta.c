@@ -355,13 +355,15 @@ static void zm_zone_sub(struct zmeta *m, uint64_t addr, uint64_t len)
 		m->zone_dead(m->zone_dead_arg, zm_zone_of(m, addr), m->cur_seq);
 }
 
+/* A failed zone (zm_zone_failed()) keeps its data but stays out of use. */
 static void zm_zone_add(struct zmeta *m, uint64_t addr, uint64_t len)
 {
 	struct zm_zone *z = &m->zones[zm_zone_of(m, addr)];
 
 	z->valid += len;
 	m->live_bytes += len;
-	z->state = ZM_ZONE_DATA;
+	if (z->state == ZM_ZONE_FREE)
+		z->state = ZM_ZONE_DATA;
 }
 
 uint32_t zm_extent_find(const struct zm_inode *i, uint64_t foff)
@@ -1012,20 +1014,38 @@ static int zm_apply_xattr(struct zmeta *m, uint16_t type, const void *p,
 	return 0;
 }
 
-/* Does [addr, addr + len) lie in one zone that may hold data? */
+bool zm_zone_failed(const struct zm_zone *z)
+{
+	return z->state == ZM_ZONE_BAD && z->type == ZDEV_ZONE_SEQ &&
+	       (z->cond == ZDEV_COND_READONLY || z->cond == ZDEV_COND_OFFLINE);
+}
+
+/*
+ * Does [addr, addr + len) lie in one zone that may hold data? A zone the
+ * device has since made read-only or offline did when the record was
+ * written: its extents stay (read-only data reads, offline data gives EIO)
+ * rather than the whole file system failing to mount over one lost zone.
+ * Its capacity is not to be trusted any more (a drive need not report one
+ * for an offline zone): the zone's length bounds the extent.
+ */
 static bool zm_data_range_ok(const struct zmeta *m, uint64_t addr,
 			     uint64_t len)
 {
 	uint32_t z = zm_zone_of(m, addr);
 	const struct zm_zone *zone;
+	uint64_t room;
 
 	if (!len || z >= m->nr_zones || addr % m->block_size)
 		return false;
 	zone = &m->zones[z];
-	if (zone->state != ZM_ZONE_FREE && zone->state != ZM_ZONE_DATA)
+	if (zm_zone_failed(zone))
+		room = zone->len;
+	else if (zone->state == ZM_ZONE_FREE || zone->state == ZM_ZONE_DATA)
+		room = zone->cap;
+	else
 		return false;
-	return addr >= zone->start && len <= zone->cap &&
-	       addr - zone->start <= zone->cap - len;
+	return addr >= zone->start && len <= room &&
+	       addr - zone->start <= room - len;
 }
 
 static int zm_apply_extent(struct zmeta *m, const void *p, uint32_t len,

@@ -373,6 +373,83 @@ START_TEST(test_extent_above_wp)
 }
 END_TEST
 
+/* The zone of extent @k of @path (the last one if @k is past it). */
+static uint32_t zone_of(struct zfs *fs, const char *path, uint32_t k)
+{
+	struct zm_inode *in = inode_at(fs, path);
+
+	ck_assert_uint_gt(in->f.n_ext, 0);
+	k = ZF_MIN(k, in->f.n_ext - 1);
+	return zm_zone_of(&fs->m, in->f.ext[k].addr);
+}
+
+/*
+ * A zone holding file data that the device made read-only or offline: a
+ * warning naming the inode (exit 0, nothing to repair), and the rest of the
+ * file system mounts writable.
+ */
+static void failed_zone_case(enum zdev_zone_cond cond, const char *words)
+{
+	struct zfs *fs = tu_mount(img, false);
+	uint32_t zone;
+	int64_t ino;
+	char want[64];
+	struct run r;
+
+	populate(fs);
+	/* 2.5 zones: its middle extent fills a zone of its own. */
+	OK(tu_write(fs, "/big", 0, 5 * MIB / 2, 4));
+	OK(zfs_sync(fs));
+	zone = zone_of(fs, "/big", 1);
+	ino = tu_ino(fs, "/big");
+	ck_assert_uint_ne(zone_of(fs, "/g", 0), zone);
+	ck_assert_uint_ne(zone_of(fs, "/d/f", 0), zone);
+	OK(zemu_set_cond(zfs_dev(fs), zone, cond));
+	tu_unmount(fs);
+
+	fsck(false, &r);
+	ck_assert_int_eq(r.ret, ZFS_FSCK_OK);
+	ck_assert_uint_eq(r.res.errors, 0);
+	ck_assert_uint_eq(r.res.warnings, 1);
+	snprintf(want, sizeof(want), "zone %u is %s", zone, words);
+	ck_assert_msg(said_count(&r.said, want), "fsck did not say \"%s\"",
+		      want);
+	snprintf(want, sizeof(want), "(inode %" PRId64 ")", ino);
+	ck_assert_msg(said_count(&r.said, want), "fsck did not say \"%s\"",
+		      want);
+	fsck(true, &r);
+	ck_assert_int_eq(r.ret, ZFS_FSCK_OK);
+	ck_assert_uint_eq(r.res.fixed, 0);
+
+	fs = tu_mount(img, false);
+	ck_assert_uint_eq(fs->m.zones[zone].state, ZM_ZONE_BAD);
+	OK(tu_verify(fs, "/g", 0, 10000, 2));
+	if (cond == ZDEV_COND_READONLY)
+		OK(tu_verify(fs, "/big", 0, 5 * MIB / 2, 4));
+	else
+		ck_assert_int_eq(tu_verify(fs, "/big", 0, 5 * MIB / 2, 4),
+				 -EIO);
+	OK(tu_write(fs, "/after", 0, 300000, 5));
+	OK(zfs_sync(fs));
+	ck_assert_uint_ne(zone_of(fs, "/after", 0), zone);
+	tu_unmount(fs);
+	fsck(false, &r);
+	ck_assert_int_eq(r.ret, ZFS_FSCK_OK);
+	ck_assert_uint_eq(r.res.warnings, 1);
+}
+
+START_TEST(test_zone_readonly)
+{
+	failed_zone_case(ZDEV_COND_READONLY, "read-only");
+}
+END_TEST
+
+START_TEST(test_zone_offline)
+{
+	failed_zone_case(ZDEV_COND_OFFLINE, "offline");
+}
+END_TEST
+
 /* A directory whose ".." names the wrong directory, or none at all. */
 START_TEST(test_parent_pointer)
 {
@@ -972,6 +1049,8 @@ static Suite *fsck_suite(void)
 	add(s, "nlink_unclean", test_nlink_unclean);
 	add(s, "unreachable", test_unreachable);
 	add(s, "extent_above_wp", test_extent_above_wp);
+	add(s, "zone_readonly", test_zone_readonly);
+	add(s, "zone_offline", test_zone_offline);
 	add(s, "parent_pointer", test_parent_pointer);
 	add(s, "extent_past_size", test_extent_past_size);
 	add(s, "dangling_entry", test_dangling_entry);

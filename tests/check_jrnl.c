@@ -980,6 +980,95 @@ START_TEST(test_unlink_during_writeback)
 }
 END_TEST
 
+/*
+ * The journal needs a zone and none is free: the allocator resets a dead
+ * data zone on the spot, with no ZONE_RESET record (the journal, being the
+ * committer, cannot log it). After a crash, replay meets a NEXT naming a
+ * zone that its records left as a data zone without live data: that zone
+ * must be taken as reset, not refused (the mount failed with "chain zone
+ * N is also a data zone"). No background thread here: it would reset the
+ * dead zones, with records, before the journal asks.
+ */
+START_TEST(test_chain_takes_dead_zone)
+{
+	static const struct zfs_opts o = { .defer_threads = true };
+	uint64_t fzones = 0, resets;
+	struct jrnl_stats js;
+	struct zm_inode *in;
+	char err[256], val[4000], *want, *got;
+	struct zfs *fs;
+	uint32_t i, z0;
+
+	mkfs(24);
+	ck_assert_int_eq(zfs_mount(img, &o, &fs, err, sizeof(err)), 0);
+	OK(data_init(fs));
+	/*
+	 * A fresh chain: /f's extents and their freeing are records in it,
+	 * and its log then grows into one more zone without a roll.
+	 */
+	OK(jrnl_roll(fs->j));
+	OK(tu_write(fs, "/f", 0, 5 * MIB / 2, 1));
+	OK(tu_write(fs, "/x", 0, 100, 2));
+	OK(zfs_sync(fs));
+	in = zm_iget(&fs->m, (uint64_t)tu_ino(fs, "/f"));
+	ck_assert_ptr_nonnull(in);
+	for (i = 0; i < in->f.n_ext; i++)
+		fzones |= 1ull << zm_zone_of(&fs->m, in->f.ext[i].addr);
+	/*
+	 * Truncated, not unlinked: the extents go with the record either way,
+	 * and an unlinked inode is freed only once idle (not the rule here).
+	 */
+	OK(tu_truncate(fs, "/f", 0));
+	OK(zfs_sync(fs));
+
+	/* Only /f's dead zones are left to take (in memory: no record). */
+	pthread_mutex_lock(&fs->alloc_lock);
+	jrnl_get_stats(fs->j, &js);
+	for (i = 0; i < fs->m.nr_zones; i++) {
+		struct zm_zone *z = &fs->m.zones[i];
+
+		if (i != js.cur_zone && !(fzones & (1ull << i)) &&
+		    (z->state == ZM_ZONE_FREE || z->state == ZM_ZONE_DATA) &&
+		    !z->valid)
+			z->state = ZM_ZONE_BAD;
+	}
+	fs->cap_dirty = true;
+	pthread_mutex_unlock(&fs->alloc_lock);
+
+	memset(val, 'v', sizeof(val));
+	for (i = 0; i < 400; i++) {
+		jrnl_get_stats(fs->j, &js);
+		if (fzones & (1ull << js.cur_zone))
+			break;
+		val[0] = (char)('a' + i % 26);
+		OK(tu_setxattr(fs, "/x", "user.big", val, sizeof(val)));
+		if (i % 16 == 15)
+			OK(zfs_sync(fs));
+	}
+	OK(zfs_sync(fs));
+	jrnl_get_stats(fs->j, &js);
+	ck_assert_msg(fzones & (1ull << js.cur_zone),
+		      "the journal went on in zone %u, not a dead zone of /f",
+		      js.cur_zone);
+	ck_assert_uint_eq(js.rolls, 1);
+	z0 = js.cur_zone;
+	resets = fs->m.zones[z0].resets;
+	want = tu_digest(fs);
+	zfs_crash(fs);
+
+	fsck_ok(img);
+	fs = tu_mount(img, false);
+	got = tu_digest(fs);
+	digest_eq(got, want, "after the crash");
+	ck_assert_uint_ge(fs->m.zones[z0].resets, resets);
+	OK(tu_verify(fs, "/x", 0, 100, 2));
+	tu_unmount(fs);
+	fsck_ok(img);
+	free(got);
+	free(want);
+}
+END_TEST
+
 #define ST_MKDIR(n)                                                           \
 	static int st_mkdir_s##n(struct zfs *fs)                              \
 	{                                                                     \
@@ -1051,6 +1140,7 @@ static Suite *jrnl_suite(void)
 	add(s, "rename_replace_orders_data", test_rename_replace_orders_data,
 	    60);
 	add(s, "crash_points_free_data", test_crash_points_free_data, 120);
+	add(s, "chain_takes_dead_zone", test_chain_takes_dead_zone, 60);
 	return s;
 }
 

@@ -54,6 +54,13 @@ struct jrnl_cb {
 	int (*snapshot)(void *arg, zm_emit_fn emit, void *emit_arg);
 	/* Optional: records up to @seq are durable. */
 	void (*durable)(void *arg, uint64_t seq);
+	/*
+	 * Optional: a write or flush of the journal failed with @err, which
+	 * is now sticky (every later append and commit fails). Called once,
+	 * without the journal's lock; the callee reports it (without this
+	 * callback the journal logs it itself).
+	 */
+	void (*failed)(void *arg, int err);
 };
 
 /*

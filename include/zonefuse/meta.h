@@ -118,6 +118,14 @@ struct zm_zone {
 			     any are */
 };
 
+/*
+ * Did the device take @z away after it held data (reported read-only or
+ * offline at mount)? Such a zone is ZM_ZONE_BAD, yet extents may map it:
+ * read-only data can still be read, offline data reads as EIO. Nothing is
+ * written to it or reset in it again.
+ */
+bool zm_zone_failed(const struct zm_zone *z);
+
 struct zm_counters {
 	uint64_t host_bytes, device_bytes, gc_bytes, meta_bytes;
 };

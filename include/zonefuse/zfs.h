@@ -92,6 +92,8 @@ int zfs_mkfs(const char *path, const struct zfs_mkfs_opts *o,
 struct zfs_fsck_result {
 	uint32_t errors;   /* problems found */
 	uint32_t fixed;	   /* of them repaired */
+	uint32_t warnings; /* findings that are not errors: data the device
+			      lost or froze (a read-only or offline zone) */
 	uint64_t inodes, dirs, extents;
 	uint64_t log_records;
 	bool clean_tail;

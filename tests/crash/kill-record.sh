@@ -99,11 +99,29 @@ umount_daemon()
 	daemon=
 }
 
+# Kill the daemon, then let the writer stop on the dead mount (every call
+# there fails, ENOTCONN) before the mount is detached: once detached, the
+# writer's next files would go to the directory underneath, for ever, and
+# into the manifest as fsynced.
 kill_daemon()
 {
+	local i
+
 	kill -9 "$daemon" || fail "kill -9 $daemon"
 	wait "$daemon" 2>/dev/null
 	daemon=
+	if [ -n "$writer" ]; then
+		for ((i = 0; i < 300; i++)); do
+			kill -0 "$writer" 2>/dev/null || break
+			sleep 0.1
+		done
+		if kill -0 "$writer" 2>/dev/null; then
+			kill -9 "$writer"
+			fail "the writer did not stop on the dead mount"
+		fi
+		wait "$writer" 2>/dev/null
+		writer=
+	fi
 	fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt" || fail "cannot clean up the dead mount"
 	mountpoint -q "$mnt" && die "$mnt is still a mount point after the kill"
 }
@@ -154,8 +172,6 @@ run_mode()
 		fi
 		log "$mode round $r: killing the daemon; $(stats)"
 		kill_daemon
-		wait "$writer" 2>/dev/null
-		writer=
 		cat "$work/writer.out"
 		"$ZONEFUSE" fsck "$img" >"$work/fsck.out" 2>&1 || {
 			cat "$work/fsck.out"

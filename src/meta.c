@@ -625,10 +625,18 @@ static struct zm_inode *zm_dir_get(const struct zmeta *m, uint64_t ino)
 	return d && zm_is_dir(d) ? d : NULL;
 }
 
-/* Drop one link of @in (named in @parent); free it if nothing holds it. */
+/*
+ * Drop one link of @in (named in @parent); free it if nothing holds it.
+ * If only the kernel's inode cache still holds it (its FORGET comes when
+ * the kernel gets to it), no one can read the data any more: its space
+ * comes back now, as `rm` gives it back on ext4. Replay, where nothing is
+ * held, frees the inode outright: the same space either way.
+ */
 static void zm_drop_link(struct zmeta *m, struct zm_inode *parent,
 			 struct zm_inode *in, int64_t time)
 {
+	uint32_t k;
+
 	if (zm_is_dir(in)) {
 		in->nlink = 0;
 		parent->nlink--;
@@ -636,8 +644,17 @@ static void zm_drop_link(struct zmeta *m, struct zm_inode *parent,
 		in->nlink--;
 	}
 	in->ctime = time;
-	if (!in->nlink && !zm_inode_busy(in))
+	if (in->nlink)
+		return;
+	if (!zm_inode_busy(in)) {
 		zm_inode_free(m, in);
+	} else if (zm_is_reg(in) && !in->nopen && !in->npin) {
+		for (k = 0; k < in->f.n_ext; k++)
+			zm_zone_sub(m, in->f.ext[k].addr,
+				    zm_fp(m, in->f.ext[k].len));
+		in->f.n_ext = 0;
+		in->size = 0;
+	}
 }
 
 static int zm_apply_create(struct zmeta *m, const void *p, uint32_t len,

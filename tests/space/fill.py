@@ -120,12 +120,15 @@ def fill(name, geometry, zcap):
     # Delete one, write again: at once, three times over.
     names = sorted(p for p, (_, n) in files.items() if n == size)
     for k, victim in enumerate(names[1:4]):
+        st0 = m.stats()
         os.unlink(victim)
         del files[victim]
         s.fsync_dir(d)
-        free = m.stats()["free_bytes"]
+        st = m.stats()
+        free = st["free_bytes"]
         assert free >= size, (
-            f"after deleting a {size} byte file the stats say {free} bytes free")
+            f"after deleting a {size} byte file the stats say {free} bytes "
+            f"free; before the delete: {st0}; after: {st}")
         p = os.path.join(d, f"again{k}")
         done, err, where = write_until_error(p, 1000 + k, size)
         files[p] = (1000 + k, done)

@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -788,6 +789,37 @@ static char *pt_fsname_arg(const char *backdir)
 	return s;
 }
 
+/*
+ * One O_PATH descriptor per inode the kernel holds: the metadata workload
+ * alone holds 20,000 files, as many as this machine's default limit. Raise
+ * the limit to the kernel's maximum (root may), else to the hard limit, as
+ * libfuse's passthrough_ll does. Failing that, too many files give EMFILE.
+ */
+static void pt_raise_nofile(void)
+{
+	struct rlimit rl = {0};
+	unsigned long max = 0;
+	FILE *f = fopen("/proc/sys/fs/nr_open", "r");
+
+	if (f) {
+		if (fscanf(f, "%lu", &max) != 1)
+			max = 0;
+		fclose(f);
+	}
+	if (max) {
+		rl.rlim_cur = rl.rlim_max = (rlim_t)max;
+		if (!setrlimit(RLIMIT_NOFILE, &rl))
+			return;
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		fprintf(stderr,
+			"passthrough: cannot raise the open file limit: %s\n",
+			strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -813,6 +845,7 @@ int main(int argc, char **argv)
 		pt_usage(stderr);
 		goto out_args;
 	}
+	pt_raise_nofile();
 	pt.splice = cfg.splice;
 	if (!pt.splice)
 		ops.write_buf = NULL; /* libfuse enables splice with it */

@@ -793,7 +793,9 @@ static char *pt_fsname_arg(const char *backdir)
  * One O_PATH descriptor per inode the kernel holds: the metadata workload
  * alone holds 20,000 files, as many as this machine's default limit. Raise
  * the limit to the kernel's maximum (root may), else to the hard limit, as
- * libfuse's passthrough_ll does. Failing that, too many files give EMFILE.
+ * libfuse's passthrough_ll does. Failing that (a container without
+ * CAP_SYS_RESOURCE keeps the hard limit), more inodes than the limit give
+ * EMFILE: bench/run.sh then records the step as failed.
  */
 static void pt_raise_nofile(void)
 {

@@ -295,6 +295,8 @@ def header(meta):
     if m.get("quick"):
         lines.append("QUICK run: one run of small sizes, for trying the "
                      "suite; the figures are not for comparing")
+    # Said by whoever merged or annotated the samples (docs/performance.md).
+    lines += m.get("notes", [])
     lines.append("ratios: how many times as fast zonefuse is as the "
                  "reference (>1: zonefuse ahead); emu is the emulator's "
                  "raw path, limit the store's own O_DIRECT speed")

@@ -12,6 +12,11 @@ ZF_BUILD_PKGS=(gcc pkg-config meson ninja-build libfuse3-dev fuse3
 # the training workloads of tests/train).
 ZF_TEST_PKGS=(attr zbd-utils clang-format shellcheck rsync python3 gdb
 	python3-torch python3-numpy)
+# What bench/run.sh needs on top of the build: fio for the I/O workloads,
+# getfattr for the stats, PyTorch for torch.save/load, matplotlib for the
+# chart, gdb for the stacks of a hung daemon.
+ZF_BENCH_PKGS=(fio attr python3 python3-torch python3-numpy
+	python3-matplotlib gdb)
 # Options of every build: warnings are errors here and in CI, not in
 # meson.build (a user's newer compiler may warn where ours does not).
 ZF_BUILD_OPTS=(-Dwerror=true)

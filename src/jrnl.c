@@ -1507,7 +1507,7 @@ int jrnl_open(struct zdev *dev, unsigned int flags, struct zmeta *m,
 	      struct jrnl_replay_info *info, char *err, size_t errlen)
 {
 	bool rdonly = flags & JRNL_RDONLY;
-	struct zf_anchor a;
+	struct zf_anchor a = { 0 }; /* gcc -O2 cannot see find_anchor set it */
 	struct jrnl *j;
 	int ret;
 

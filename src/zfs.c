@@ -1196,15 +1196,25 @@ int zfs_release(struct zfs *fs, uint64_t ino)
 
 /* ---- data entry points -------------------------------------------------------------------- */
 
+/*
+ * relatime: atime is updated only if older than the last change or a day
+ * old. Asked under meta_lock shared first, so that readers take the lock
+ * exclusive about once a day per file, not once per read.
+ */
+static bool zfs_atime_due(struct zfs *fs, const struct zm_inode *in)
+{
+	return !fs->rdonly && !fs->error &&
+	       (in->atime < in->mtime || in->atime < in->ctime ||
+		zfs_now() - in->atime >= ZFS_DAY_NS);
+}
+
+/* meta_lock held exclusive. */
 static void zfs_touch_atime(struct zfs *fs, struct zm_inode *in)
 {
 	int64_t now = zfs_now();
 	struct zf_rec_setattr rec;
 
-	/* relatime: only if older than the last change or a day old. */
-	if (fs->rdonly || fs->error ||
-	    (in->atime >= in->mtime && in->atime >= in->ctime &&
-	     now - in->atime < ZFS_DAY_NS))
+	if (!zfs_atime_due(fs, in))
 		return;
 	zfs_dattr(in, &rec.attr);
 	rec.attr.atime = (int64_t)htole64((uint64_t)now);
@@ -1217,6 +1227,7 @@ ssize_t zfs_read(struct zfs *fs, uint64_t ino, void *buf, size_t size,
 		 off_t off)
 {
 	struct zm_inode *in;
+	bool due = false;
 	ssize_t ret;
 
 	if (off < 0)
@@ -1231,8 +1242,10 @@ ssize_t zfs_read(struct zfs *fs, uint64_t ino, void *buf, size_t size,
 		ret = -EBADF;
 	else
 		ret = data_read(fs, in, buf, size, (uint64_t)off);
+	if (ret >= 0)
+		due = zfs_atime_due(fs, in);
 	pthread_rwlock_unlock(&fs->meta_lock);
-	if (ret >= 0 && in) {
+	if (due) {
 		pthread_rwlock_wrlock(&fs->meta_lock);
 		in = zm_iget(&fs->m, ino);
 		if (in && in->rt) {
@@ -1497,7 +1510,7 @@ int zfs_readdir(struct zfs *fs, uint64_t ino, off_t off, bool plus,
 	struct zm_inode *dir, *in;
 	struct zm_dent *e;
 	struct stat st;
-	bool first = off < 1;
+	bool first = off < 1, due = false;
 	int ret;
 
 	pthread_rwlock_rdlock(&fs->meta_lock);
@@ -1544,13 +1557,14 @@ int zfs_readdir(struct zfs *fs, uint64_t ino, off_t off, bool plus,
 		if (plus)
 			__atomic_add_fetch(&in->nlookup, 1, __ATOMIC_RELAXED);
 	}
+	due = first && zfs_atime_due(fs, dir);
 out_unlock:
 	pthread_rwlock_unlock(&fs->meta_lock);
 	/*
 	 * Listing a directory reads it: atime as ext4 keeps it (relatime),
 	 * once per listing (its first chunk), not per getdents call.
 	 */
-	if (!ret && first) {
+	if (!ret && due) {
 		pthread_rwlock_wrlock(&fs->meta_lock);
 		dir = zm_iget(&fs->m, ino);
 		if (dir && zm_is_dir(dir))

@@ -187,6 +187,15 @@ void alloc_zone_dead(void *arg, uint32_t zone, uint64_t seq)
 
 	z->free_seq = seq;
 	alloc_maybe_dead(fs, z);
+	/*
+	 * The zone is reset once the record that freed it is durable: ask
+	 * for that commit now rather than at the end of the commit interval,
+	 * so that rm gives zones back in milliseconds, not seconds.
+	 */
+	pthread_mutex_lock(&fs->bg_lock);
+	fs->bg_dead = true;
+	pthread_cond_signal(&fs->bg_cv);
+	pthread_mutex_unlock(&fs->bg_lock);
 }
 
 void alloc_landed(struct zfs *fs, uint64_t addr, uint64_t len)

@@ -2048,9 +2048,11 @@ static void *zfs_bg_main(void *arg)
 	while (!fs->bg_stop) {
 		struct timespec ts;
 		uint64_t now = zutil_now_mono_ns();
-		bool kick;
+		bool kick, dead;
 
-		if (!fs->bg_kick && now < next) {
+		if (fs->opts.no_reclaim_thread)
+			fs->bg_dead = false;
+		if (!fs->bg_kick && !fs->bg_dead && now < next) {
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_sec += (time_t)((next - now) / 1000000000ull);
 			ts.tv_nsec += (long)((next - now) % 1000000000ull);
@@ -2062,7 +2064,8 @@ static void *zfs_bg_main(void *arg)
 			continue;
 		}
 		kick = fs->bg_kick;
-		fs->bg_kick = false;
+		dead = fs->bg_dead;
+		fs->bg_kick = fs->bg_dead = false;
 		pthread_mutex_unlock(&fs->bg_lock);
 		if (!fs->error) {
 			if (zutil_now_mono_ns() >= next) {
@@ -2070,6 +2073,9 @@ static void *zfs_bg_main(void *arg)
 				zfs_log_counters(fs);
 				jrnl_commit(fs->j, UINT64_MAX);
 				next = zutil_now_mono_ns() + interval;
+			} else if (dead) {
+				/* Group commit: one for a whole rm -r. */
+				jrnl_commit(fs->j, UINT64_MAX);
 			}
 			if (!fs->opts.no_reclaim_thread || kick)
 				alloc_reclaim(fs);

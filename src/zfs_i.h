@@ -175,12 +175,17 @@ struct zfs {
 	uint32_t nr_wb;
 	pthread_t *wb_threads;
 
-	/* Background: commit timer and reclaim. */
+	/*
+	 * Background: commit timer and reclaim. bg_lock is a leaf: taken
+	 * under alloc_lock (alloc_zone_dead()), nothing taken under it.
+	 */
 	pthread_t bg_thread;
 	bool bg_started;
 	pthread_mutex_t bg_lock;
 	pthread_cond_t bg_cv;
-	bool bg_stop, bg_kick;
+	bool bg_stop, bg_kick; /* protected by bg_lock */
+	bool bg_dead;	       /* a zone's data all died: commit soon, so that
+				  it can be reset (protected by bg_lock) */
 
 	/* Reclaim: one collector at a time. Lock order: before meta_lock. */
 	pthread_mutex_t gc_lock;

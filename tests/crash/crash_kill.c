@@ -490,6 +490,40 @@ static int kill_meta(struct kill_writer *w)
 	return ret;
 }
 
+/*
+ * Where this round's file numbers start: two blocks of 1000 past every
+ * number in the manifest @path (names the rounds before used, fsynced or
+ * deleted), or 0 if it names none. A random start collided now and then:
+ * two rounds of six started at the same block, and the second round's
+ * files took the first's names (and sizes).
+ */
+static uint32_t kill_next_block(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	unsigned long max = 0;
+	bool any = false;
+	char line[256];
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *end;
+		unsigned long n;
+
+		if ((line[0] != '+' && line[0] != '-') || line[1] < 'a' ||
+		    line[1] > 'z')
+			continue;
+		n = strtoul(line + 2, &end, 10);
+		if (end - (line + 2) < 6)
+			continue; /* not a file number (meta's xattr names) */
+		any = true;
+		if (n > max)
+			max = n;
+	}
+	fclose(f);
+	return any ? (uint32_t)(max / 1000 + 2) * 1000 : 0;
+}
+
 static int kill_writer_main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -534,6 +568,8 @@ static int kill_writer_main(int argc, char **argv)
 	w.dir = argv[optind];
 	/* File numbers go on across rounds: never reuse a name. */
 	w.next = (uint32_t)(kill_rand(&w.rng) % 1000) * 1000;
+	if (manifest && kill_next_block(manifest))
+		w.next = kill_next_block(manifest);
 	if (manifest) {
 		w.manifest = fopen(manifest, "a");
 		if (!w.manifest) {

@@ -12,7 +12,7 @@
 #   runs that test only (the other stages still run).
 # Environment:
 #   ZONEFUSE_SKIP_VM=1          skip the real-device stage (QEMU guests)
-#   ZONEFUSE_VM_ALL=1           one guest per null_blk geometry (5, not 2)
+#   ZONEFUSE_VM_ALL=1           one guest per null_blk geometry (6, not 3)
 #   ZONEFUSE_FORMAT_STRICT=1    make clang-format differences fail the run
 #                               (by default they are reported only)
 #   ASAN_OPTIONS, UBSAN_OPTIONS override the sanitizer settings below.
@@ -174,13 +174,13 @@ stage_format()
 # ---- the real-device stage -------------------------------------------------
 # The real-device suite: the same conformance tests and a mount test on
 # zoned null_blk and NVMe ZNS, in a QEMU guest booting Debian's kernel
-# (scripts/zoned-vm.sh). A guest takes about 2 minutes, so by default two
-# run: no limits (with an NVMe ZNS namespace, capacity below size), and
-# every constraint at once (capacity below size, open and active limits,
-# 512-byte blocks, conventional zones). ZONEFUSE_VM_ALL=1 runs one guest per
-# geometry instead, as zonefs-tools tests: no limits, open limit only,
-# active limit only, both with capacity below size, conventional zones with
-# 512-byte blocks.
+# (scripts/zoned-vm.sh). A guest takes about 2 minutes, so by default three
+# cover zonefs-tools' geometries between them: no limits (with an NVMe ZNS
+# namespace that has both limits and capacity below size); an open limit
+# only, with 512-byte blocks and conventional zones; an active limit only,
+# with capacity below size. ZONEFUSE_VM_ALL=1 runs one guest per geometry
+# instead: no limits, open only, active only, both with capacity below
+# size, conventional zones with 512-byte blocks, and all of it at once.
 if [ "${ZONEFUSE_VM_ALL:-0}" = 1 ]; then
 	real_geometries=(
 		"zone_size=16 zone_capacity=16 zone_max_open=0 zone_max_active=0 bs=4096 zone_nr_conv=0"
@@ -188,11 +188,13 @@ if [ "${ZONEFUSE_VM_ALL:-0}" = 1 ]; then
 		"zone_size=16 zone_capacity=16 zone_max_open=0 zone_max_active=6 bs=4096 zone_nr_conv=0"
 		"zone_size=16 zone_capacity=12 zone_max_open=4 zone_max_active=6 bs=4096 zone_nr_conv=0"
 		"zone_size=16 zone_capacity=16 zone_max_open=0 zone_max_active=0 bs=512 zone_nr_conv=4"
+		"zone_size=16 zone_capacity=12 zone_max_open=4 zone_max_active=6 bs=512 zone_nr_conv=4"
 	)
 else
 	real_geometries=(
 		"zone_size=16 zone_capacity=16 zone_max_open=0 zone_max_active=0 bs=4096 zone_nr_conv=0"
-		"zone_size=16 zone_capacity=12 zone_max_open=4 zone_max_active=6 bs=512 zone_nr_conv=4"
+		"zone_size=16 zone_capacity=16 zone_max_open=4 zone_max_active=0 bs=512 zone_nr_conv=4"
+		"zone_size=16 zone_capacity=12 zone_max_open=0 zone_max_active=6 bs=4096 zone_nr_conv=0"
 	)
 fi
 real_zns="logical_block_size=4096,physical_block_size=4096,zoned.zone_size=16M,zoned.zone_capacity=12M,zoned.max_open=14,zoned.max_active=14"

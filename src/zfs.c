@@ -1179,7 +1179,14 @@ int zfs_release(struct zfs *fs, uint64_t ino)
 		if (!in->nopen)
 			rt = in->rt;
 	}
-	if (rt)
+	/*
+	 * The last close of an unlinked file: its staged data will never be
+	 * read, so it is dropped rather than written (which also unpins the
+	 * inode, so that it is freed now, not when the data is written).
+	 */
+	if (rt && !in->nlink)
+		data_discard(fs, rt);
+	else if (rt)
 		zfs_release_replaced(fs, in, rt);
 	if (in && !zm_inode_busy(in) && !in->nlink) {
 		zfs_inode_maybe_free(fs, in);

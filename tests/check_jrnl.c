@@ -16,12 +16,14 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "testutil.h"
 #include "zfs_i.h"
@@ -926,6 +928,41 @@ START_TEST(test_crash_points_free_data)
 END_TEST
 
 /*
+ * The last close of an unlinked file drops its staged data and frees the
+ * inode at once (no background thread here to write the data out, which
+ * was the only other way the inode's pin went).
+ */
+START_TEST(test_unlinked_close_frees)
+{
+	static const struct zfs_opts o = { .defer_threads = true };
+	static char buf[300000];
+	char err[256];
+	struct zfs *fs;
+	struct stat st;
+	uint64_t ino;
+
+	mkfs(24);
+	ck_assert_int_eq(zfs_mount(img, &o, &fs, err, sizeof(err)), 0);
+	OK(data_init(fs));
+	OK(zfs_create(fs, &tu_root_ctx, ZF_ROOT_INO, "f", S_IFREG | 0644,
+		      O_WRONLY, &st));
+	ino = (uint64_t)st.st_ino;
+	tu_random(buf, sizeof(buf), 3);
+	ck_assert_int_eq(zfs_write(fs, &tu_root_ctx, ino, buf, sizeof(buf), 0,
+				   false),
+			 (ssize_t)sizeof(buf));
+	OK(zfs_unlink(fs, &tu_root_ctx, ZF_ROOT_INO, "f"));
+	ck_assert_ptr_nonnull(zm_iget(&fs->m, ino)); /* open: still there */
+	OK(zfs_release(fs, ino));
+	zfs_forget(fs, ino, 1);
+	ck_assert_ptr_null(zm_iget(&fs->m, ino));
+	ck_assert_uint_eq(fs->m.live_bytes, 0);
+	tu_unmount(fs);
+	fsck_ok(img);
+}
+END_TEST
+
+/*
  * A rename that replaces a file writes the new file's staged data first:
  * a crash after the rename's record is committed (without any fsync)
  * finds the new file whole under the old name, not cut at its last
@@ -1139,6 +1176,7 @@ static Suite *jrnl_suite(void)
 	add(s, "unlink_during_writeback", test_unlink_during_writeback, 60);
 	add(s, "rename_replace_orders_data", test_rename_replace_orders_data,
 	    60);
+	add(s, "unlinked_close_frees", test_unlinked_close_frees, 60);
 	add(s, "crash_points_free_data", test_crash_points_free_data, 120);
 	add(s, "chain_takes_dead_zone", test_chain_takes_dead_zone, 60);
 	return s;

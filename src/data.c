@@ -475,12 +475,11 @@ static int data_read_extents(struct zfs *fs, struct zm_inode *in, char *buf,
 {
 	uint32_t bs = fs->bs, k = zm_extent_find(in, off), n = 0, i;
 	struct zdev_io ios[16];
-	uint64_t end = off + size;
+	uint64_t end = off + size, pos = off;
 	char *bounce = NULL;
 	size_t blen = 0, bpos = 0;
 	int ret = 0;
 
-	memset(buf, 0, size);
 	/* Size the bounce buffer: each piece, widened to whole blocks. */
 	for (i = k; i < in->f.n_ext && in->f.ext[i].foff < end; i++) {
 		const struct zm_extent *e = &in->f.ext[i];
@@ -490,8 +489,10 @@ static int data_read_extents(struct zfs *fs, struct zm_inode *in, char *buf,
 
 		blen += ZF_ROUND_UP(a + (t - s), bs) - ZF_ROUND_DOWN(a, bs);
 	}
-	if (!blen)
+	if (!blen) {
+		memset(buf, 0, size); /* all hole */
 		return 0;
+	}
 	bounce = zdev_buf_alloc(fs->dev, blen);
 	if (!bounce)
 		return -ENOMEM;
@@ -524,11 +525,17 @@ static int data_read_extents(struct zfs *fs, struct zm_inode *in, char *buf,
 			uint64_t t = ZF_MIN(e->foff + e->len, end);
 			uint64_t a = e->addr + (s - e->foff);
 
+			/* Holes read as zeros: only they are cleared. */
+			if (s > pos)
+				memset(buf + (pos - off), 0, (size_t)(s - pos));
 			memcpy(buf + (s - off),
 			       (char *)ios[i].buf + (a - ios[i].off),
 			       (size_t)(t - s));
+			pos = t;
 		}
 	}
+	if (!ret && pos < end)
+		memset(buf + (pos - off), 0, (size_t)(end - pos));
 	free(bounce);
 	if (ret)
 		zlog_err("%s: read of inode %" PRIu64 " at %" PRIu64 " failed: %s",

@@ -96,7 +96,8 @@ static int gc_pieces(struct zfs *fs, uint32_t zone, struct gc_piece **out,
 				pthread_rwlock_unlock(&rt->lock);
 		}
 	}
-	qsort(v, n, sizeof(*v), gc_piece_cmp);
+	if (n) /* qsort(NULL, 0, ...) is undefined */
+		qsort(v, n, sizeof(*v), gc_piece_cmp);
 	*out = v;
 	*nout = n;
 	return 0;

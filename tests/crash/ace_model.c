@@ -546,7 +546,9 @@ int ace_op(struct zfs *fs, struct zdev *dev, struct ace_model *m,
 				memcpy(p, moved, strlen(moved) + 1);
 			}
 		}
-		qsort(ns->ents, ns->nents, sizeof(*ns->ents), ace_ent_cmp);
+		if (ns->nents) /* qsort(NULL, 0, ...) is undefined */
+			qsort(ns->ents, ns->nents, sizeof(*ns->ents),
+			      ace_ent_cmp);
 		ace_ns_gc_xattrs(ns);
 		ns->has_rb = rb;
 		ns->rb_id = (uint32_t)id;

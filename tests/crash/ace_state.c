@@ -254,7 +254,7 @@ int ace_state_read(struct zfs *fs, struct ace_state *st, char *err,
 
 	memset(st, 0, sizeof(*st));
 	ret = ace_walk(fs, 1, "", st, err, errlen);
-	if (!ret)
+	if (!ret && st->nf) /* qsort(NULL, 0, ...) is undefined */
 		qsort(st->f, st->nf, sizeof(*st->f), ace_sfile_cmp);
 	return ret;
 }

@@ -515,16 +515,21 @@ static void zm_inode_release(struct zm_inode *in)
 	free(in);
 }
 
-void zm_inode_free(struct zmeta *m, struct zm_inode *in)
+/* Give back the zone space of @in's data: it has no extents after. */
+static void zm_drop_extents(struct zmeta *m, struct zm_inode *in)
 {
 	uint32_t k;
 
-	if (zm_is_reg(in))
-		for (k = 0; k < in->f.n_ext; k++)
-			zm_zone_sub(m, in->f.ext[k].addr,
-				    zm_fp(m, in->f.ext[k].len));
-	if (zm_is_reg(in))
-		in->f.n_ext = 0;
+	if (!zm_is_reg(in))
+		return;
+	for (k = 0; k < in->f.n_ext; k++)
+		zm_zone_sub(m, in->f.ext[k].addr, zm_fp(m, in->f.ext[k].len));
+	in->f.n_ext = 0;
+}
+
+void zm_inode_free(struct zmeta *m, struct zm_inode *in)
+{
+	zm_drop_extents(m, in);
 	zm_itab_remove(m, in);
 	zm_inode_release(in);
 }
@@ -635,8 +640,6 @@ static struct zm_inode *zm_dir_get(const struct zmeta *m, uint64_t ino)
 static void zm_drop_link(struct zmeta *m, struct zm_inode *parent,
 			 struct zm_inode *in, int64_t time)
 {
-	uint32_t k;
-
 	if (zm_is_dir(in)) {
 		in->nlink = 0;
 		parent->nlink--;
@@ -649,10 +652,7 @@ static void zm_drop_link(struct zmeta *m, struct zm_inode *parent,
 	if (!zm_inode_busy(in)) {
 		zm_inode_free(m, in);
 	} else if (zm_is_reg(in) && !in->nopen && !in->npin) {
-		for (k = 0; k < in->f.n_ext; k++)
-			zm_zone_sub(m, in->f.ext[k].addr,
-				    zm_fp(m, in->f.ext[k].len));
-		in->f.n_ext = 0;
+		zm_drop_extents(m, in);
 		in->size = 0;
 	}
 }

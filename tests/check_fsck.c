@@ -506,7 +506,7 @@ START_TEST(test_dangling_entry)
 	pthread_rwlock_unlock(&fs->meta_lock);
 	OK(jrnl_roll(fs->j));
 	OK(tu_unlink(fs, "/d/f")); /* the inode goes with it */
-	ck_assert_ptr_null(zm_iget(&fs->m, ino));
+	ck_assert(tu_wait_freed(fs, ino));
 	OK(zfs_sync(fs));
 	tu_unmount(fs);
 

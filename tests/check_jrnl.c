@@ -955,7 +955,7 @@ START_TEST(test_unlinked_close_frees)
 	ck_assert_ptr_nonnull(zm_iget(&fs->m, ino)); /* open: still there */
 	OK(zfs_release(fs, ino));
 	zfs_forget(fs, ino, 1);
-	ck_assert_ptr_null(zm_iget(&fs->m, ino));
+	ck_assert(tu_wait_freed(fs, ino));
 	ck_assert_uint_eq(fs->m.live_bytes, 0);
 	tu_unmount(fs);
 	fsck_ok(img);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 
 #include "zonefuse/crc32c.h"
 #include "zonefuse/util.h"
+#include "zfs_i.h"
 #include "zonefuse/zfs.h"
 
 void tu_mkdtemp(char *dir, size_t len)
@@ -309,6 +311,23 @@ void tu_unmount(struct zfs *fs)
 	int ret = zfs_unmount(fs);
 
 	ck_assert_msg(ret == 0, "unmount: %d", ret);
+}
+
+bool tu_wait_freed(struct zfs *fs, uint64_t ino)
+{
+	int i;
+
+	for (i = 0; i < 1000; i++) {
+		bool gone;
+
+		pthread_rwlock_rdlock(&fs->meta_lock);
+		gone = !zm_iget(&fs->m, ino);
+		pthread_rwlock_unlock(&fs->meta_lock);
+		if (gone)
+			return true;
+		usleep(10000);
+	}
+	return false;
 }
 
 /* Walk @path to its last component: the parent's inode, @name its name. */

@@ -104,6 +104,13 @@ struct zfs *tu_mount(const char *img, bool rdonly);
 /* zfs_unmount(), asserting it returned 0. */
 void tu_unmount(struct zfs *fs);
 
+/*
+ * Wait (up to 10 s) until inode @ino is gone from the table; true if it
+ * went. A writeback thread still working on an unlinked file keeps it
+ * pinned, and frees it when it lets go: not at unlink, but soon after.
+ */
+bool tu_wait_freed(struct zfs *fs, uint64_t ino);
+
 /* The inode at absolute @path ("/a/b"), or a negative errno. */
 int64_t tu_ino(struct zfs *fs, const char *path);
 

@@ -178,23 +178,25 @@ stage_format()
 # cover zonefs-tools' geometries between them: no limits (with an NVMe ZNS
 # namespace that has both limits and capacity below size); an open limit
 # only, with 512-byte blocks and conventional zones; an active limit only,
-# with capacity below size. ZONEFUSE_VM_ALL=1 runs one guest per geometry
-# instead: no limits, open only, active only, both with capacity below
-# size, conventional zones with 512-byte blocks, and all of it at once.
+# with capacity below size and 512-byte blocks on sequential zones only
+# (where the superblocks live in sequential zones). ZONEFUSE_VM_ALL=1 runs
+# one guest per geometry instead: no limits, open only, active only, both
+# with capacity below size, 512-byte blocks without and with conventional
+# zones, and all of it at once.
 if [ "${ZONEFUSE_VM_ALL:-0}" = 1 ]; then
 	real_geometries=(
 		"zone_size=16 zone_capacity=16 zone_max_open=0 zone_max_active=0 bs=4096 zone_nr_conv=0"
 		"zone_size=16 zone_capacity=16 zone_max_open=4 zone_max_active=0 bs=4096 zone_nr_conv=0"
 		"zone_size=16 zone_capacity=16 zone_max_open=0 zone_max_active=6 bs=4096 zone_nr_conv=0"
 		"zone_size=16 zone_capacity=12 zone_max_open=4 zone_max_active=6 bs=4096 zone_nr_conv=0"
-		"zone_size=16 zone_capacity=16 zone_max_open=0 zone_max_active=0 bs=512 zone_nr_conv=4"
+		"zone_size=16 zone_capacity=16 zone_max_open=0 zone_max_active=0 bs=512 zone_nr_conv=0"
 		"zone_size=16 zone_capacity=12 zone_max_open=4 zone_max_active=6 bs=512 zone_nr_conv=4"
 	)
 else
 	real_geometries=(
 		"zone_size=16 zone_capacity=16 zone_max_open=0 zone_max_active=0 bs=4096 zone_nr_conv=0"
 		"zone_size=16 zone_capacity=16 zone_max_open=4 zone_max_active=0 bs=512 zone_nr_conv=4"
-		"zone_size=16 zone_capacity=12 zone_max_open=0 zone_max_active=6 bs=4096 zone_nr_conv=0"
+		"zone_size=16 zone_capacity=12 zone_max_open=0 zone_max_active=6 bs=512 zone_nr_conv=0"
 	)
 fi
 real_zns="logical_block_size=4096,physical_block_size=4096,zoned.zone_size=16M,zoned.zone_capacity=12M,zoned.max_open=14,zoned.max_active=14"

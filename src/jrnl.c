@@ -174,6 +174,21 @@ static int jrnl_write_padded(struct jrnl *j, const void *src, size_t len,
 	return 0;
 }
 
+/*
+ * A superblock fills its whole ZF_SB_UNIT, whatever the block size: the
+ * anchors follow it there, and on a sequential zone with 512-byte blocks
+ * a superblock padded only to its block would leave the write pointer
+ * short of the first anchor.
+ */
+static int jrnl_write_sb(struct jrnl *j, const struct zf_super *sb,
+			 uint64_t off)
+{
+	char unit[ZF_SB_UNIT] = { 0 };
+
+	memcpy(unit, sb, sizeof(*sb));
+	return jrnl_write_padded(j, unit, sizeof(unit), off);
+}
+
 static int jrnl_chain_push(struct jrnl *j, uint32_t zone)
 {
 	if (j->chain_len == j->chain_cap) {
@@ -352,7 +367,7 @@ static int jrnl_write_anchor(struct jrnl *j)
 		j->sb.sb_gen = htole64(le64toh(j->sb.sb_gen) + 1);
 		sb = j->sb;
 		jrnl_sb_seal(&sb);
-		ret = jrnl_write_padded(j, &sb, sizeof(sb), z->start);
+		ret = jrnl_write_sb(j, &sb, z->start);
 		if (ret)
 			return ret;
 		j->sz_wpos = z->start + ZF_SB_UNIT;
@@ -912,7 +927,7 @@ int jrnl_mkfs(struct zdev *dev, const struct jrnl_mkfs_params *p,
 		struct zm_zone *z = &m->zones[le32toh(sb->super_zone[i])];
 
 		jrnl_sb_seal(&copy);
-		ret = jrnl_write_padded(j, &copy, sizeof(copy), z->start);
+		ret = jrnl_write_sb(j, &copy, z->start);
 		if (ret)
 			goto out_io;
 		z->wp = z->start + ZF_SB_UNIT;

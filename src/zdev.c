@@ -231,14 +231,15 @@ static uint64_t zdev_rec_append(struct zdev *dev, enum crashlog_type type,
 				uint64_t off, const void *data, size_t len)
 {
 	struct zdev_rec *r = atomic_load(&dev->rec);
-	uint32_t crc = len ? crc32c(0, data, len) : 0;
 	struct crashlog_rec h;
 	struct iovec iov[2];
 	uint64_t seq = UINT64_MAX;
+	uint32_t crc;
 	int ret;
 
 	if (!r)
 		return seq;
+	crc = len ? crc32c(0, data, len) : 0;
 	memset(&h, 0, sizeof(h));
 	h.magic = htole32(CRASHLOG_REC_MAGIC);
 	h.off = htole64(off);

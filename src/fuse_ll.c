@@ -320,7 +320,7 @@ static void fs_ll_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 static void fs_ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
-	char *buf = malloc(size ? size : 1);
+	char *buf = zfs_read_buf(fs_of(req), size);
 	ssize_t ret;
 
 	(void)fi;

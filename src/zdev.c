@@ -520,9 +520,14 @@ int zdev_submit(struct zdev *dev, struct zdev_io *ios, unsigned int nr)
 	return first;
 }
 
+size_t zdev_buf_align(const struct zdev *dev)
+{
+	return ZF_MAX(dev->geom.block_size, 4096u);
+}
+
 void *zdev_buf_alloc(const struct zdev *dev, size_t len)
 {
-	size_t align = ZF_MAX(dev->geom.block_size, 4096u);
+	size_t align = zdev_buf_align(dev);
 	void *p;
 
 	if (posix_memalign(&p, align, ZF_ROUND_UP(ZF_MAX(len, 1), align)))

@@ -1230,6 +1230,11 @@ static void zfs_touch_atime(struct zfs *fs, struct zm_inode *in)
 	zfs_log(fs, ZF_REC_SETATTR, &rec, sizeof(rec));
 }
 
+void *zfs_read_buf(struct zfs *fs, size_t size)
+{
+	return zdev_buf_alloc(fs->dev, size);
+}
+
 ssize_t zfs_read(struct zfs *fs, uint64_t ino, void *buf, size_t size,
 		 off_t off)
 {

@@ -193,6 +193,11 @@ struct zdev_io {
  */
 int zdev_submit(struct zdev *dev, struct zdev_io *ios, unsigned int nr);
 
+/*
+ * The alignment of I/O buffers: a memory address the device can read into
+ * and write from directly (O_DIRECT), a multiple of the block size.
+ */
+size_t zdev_buf_align(const struct zdev *dev);
 /* An aligned I/O buffer of @len bytes (rounded up to a block); free(). */
 void *zdev_buf_alloc(const struct zdev *dev, size_t len);
 

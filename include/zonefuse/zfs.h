@@ -196,9 +196,15 @@ int zfs_create(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t parent,
 	       const char *name, mode_t mode, int flags, struct stat *st);
 int zfs_release(struct zfs *fs, uint64_t ino);
 
-/* Read up to @size bytes at @off into @buf; returns the count (0: EOF). */
+/*
+ * Read up to @size bytes at @off into @buf; returns the count (0: EOF).
+ * Any buffer will do; one from zfs_read_buf() saves a copy (the device
+ * reads straight into it).
+ */
 ssize_t zfs_read(struct zfs *fs, uint64_t ino, void *buf, size_t size,
 		 off_t off);
+/* A buffer of @size bytes aligned for the device; free(). NULL: ENOMEM. */
+void *zfs_read_buf(struct zfs *fs, size_t size);
 /*
  * Write @size bytes at @off (@append: at the end, O_APPEND). Returns the
  * count; *@newoff (if not NULL) gets the offset after the write.

@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Tests of the data path's reads (data.c) through the file-system library,
+ * on emulator images, without FUSE: whatever the buffer (aligned for the
+ * device, from zfs_read_buf(), or not), a read returns the file's bytes,
+ * from extents read straight into it or through a bounce buffer, with
+ * holes as zeros and staged data laid over the device's.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "zfs_i.h"
+#include "zonefuse/util.h"
+
+#define MIB (1ull << 20)
+#define OK(expr)                                                              \
+	do {                                                                  \
+		int r_ = (int)(expr);                                         \
+		ck_assert_msg(r_ == 0, "%s: %d (%s)", #expr, r_,              \
+			      strerror(r_ < 0 ? -r_ : 0));                    \
+	} while (0)
+
+/* The file the tests build: 7 MiB + 5000 bytes, holes and all. */
+#define FILE_SIZE (7 * MIB + 5000)
+
+static char tmpdir[PATH_MAX];
+static char img[PATH_MAX];
+
+static void setup(void)
+{
+	tu_mkdtemp(tmpdir, sizeof(tmpdir));
+	tu_path(img, sizeof(img), tmpdir, "fs.img");
+}
+
+static void teardown(void)
+{
+	tu_rmtree(tmpdir);
+}
+
+static void mkfs(uint32_t bs)
+{
+	struct zemu_params p = {
+		.size = 64 * MIB,
+		.zone_size = 4 * MIB,
+		.block_size = bs,
+	};
+
+	tu_mkfs_image(img, &p);
+}
+
+/* Write the pattern of @seed at [off, off + len) of /f and of @model. */
+static void put(struct zfs *fs, char *model, uint64_t off, size_t len,
+		uint32_t seed)
+{
+	char *tmp = malloc(ZF_ROUND_UP(len, 8u));
+
+	ck_assert_ptr_nonnull(tmp);
+	OK(tu_write(fs, "/f", off, len, seed));
+	tu_fill(tmp, ZF_ROUND_UP(len, 8u), off, seed);
+	memcpy(model + off, tmp, len);
+	free(tmp);
+}
+
+/*
+ * /f with every kind of piece a read meets: whole chunks on the device,
+ * a block rewritten in part (read-modify-write, a later extent over an
+ * earlier one), a hole, an unaligned end, and data still staged.
+ */
+static char *build(struct zfs *fs)
+{
+	char *model = calloc(1, FILE_SIZE);
+
+	ck_assert_ptr_nonnull(model);
+	put(fs, model, 0, 3 * MIB, 1);
+	OK(zfs_sync(fs));
+	put(fs, model, 3 * 4096 + 512, 10000, 2);
+	put(fs, model, 6 * MIB, MIB + 5000, 3); /* 3..6 MiB is a hole */
+	OK(zfs_sync(fs));
+	put(fs, model, MIB + 4096, 8192, 4); /* staged, not synced */
+	return model;
+}
+
+/* Read [off, off + len) of /f into @buf; assert it is @model's. */
+static void check_read(struct zfs *fs, uint64_t ino, char *buf,
+		       const char *model, uint64_t off, size_t len)
+{
+	size_t want = off >= FILE_SIZE ? 0 : ZF_MIN(len, FILE_SIZE - off);
+	ssize_t n;
+
+	memset(buf, 0xa5, len);
+	n = zfs_read(fs, ino, buf, len, (off_t)off);
+	ck_assert_int_eq(n, (ssize_t)want);
+	ck_assert_msg(!memcmp(buf, model + off, want),
+		      "read of %zu at %llu differs from what was written", len,
+		      (unsigned long long)off);
+}
+
+/* Reads the kernel sends (page-aligned) and reads it does not. */
+static const struct {
+	uint64_t off;
+	size_t len;
+} reads[] = {
+	{ 0, FILE_SIZE },	       /* everything */
+	{ 0, 128 << 10 },	       /* readahead-sized, one extent */
+	{ 8192, 16384 },	       /* over the rewritten block */
+	{ MIB, MIB },		       /* under the staged data */
+	{ 3 * MIB - 4096, 8192 },      /* from data into the hole */
+	{ 4 * MIB, 4096 },	       /* inside the hole */
+	{ 6 * MIB - 4096, 2 * MIB },   /* from the hole to the end */
+	{ 7 * MIB, MIB },	       /* the unaligned end, asked past it */
+	{ 3 * 4096 + 100, 10000 },     /* unaligned in the file */
+	{ 2 * MIB + 7, 3 },	       /* a few bytes */
+	{ FILE_SIZE, 4096 },	       /* at the end: nothing */
+};
+
+static void read_all_ways(uint32_t bs)
+{
+	struct zfs *fs;
+	char *model, *direct, *plain;
+	int64_t ino;
+	size_t i;
+
+	mkfs(bs);
+	fs = tu_mount(img, false);
+	model = build(fs);
+	ino = tu_ino(fs, "/f");
+	ck_assert_int_gt(ino, 0);
+	OK(zfs_open(fs, &tu_root_ctx, (uint64_t)ino, O_RDONLY));
+	direct = zfs_read_buf(fs, FILE_SIZE + MIB);
+	plain = malloc(FILE_SIZE + MIB + 1);
+	ck_assert_ptr_nonnull(direct);
+	ck_assert_ptr_nonnull(plain);
+	ck_assert_uint_eq((uintptr_t)direct % zdev_buf_align(fs->dev), 0);
+	for (i = 0; i < ZF_ARRAY_SIZE(reads); i++) {
+		check_read(fs, (uint64_t)ino, direct, model, reads[i].off,
+			   reads[i].len);
+		/* One byte off: never aligned, every piece bounced. */
+		check_read(fs, (uint64_t)ino, plain + 1, model, reads[i].off,
+			   reads[i].len);
+	}
+	OK(zfs_release(fs, (uint64_t)ino));
+	free(direct);
+	free(plain);
+	free(model);
+	tu_unmount(fs);
+}
+
+/* A read returns the file's bytes, into any buffer (4096-byte blocks). */
+START_TEST(test_read_any_buffer)
+{
+	read_all_ways(4096);
+}
+END_TEST
+
+/* The same with 512-byte blocks: pieces align to blocks, not pages. */
+START_TEST(test_read_any_buffer_512)
+{
+	read_all_ways(512);
+}
+END_TEST
+
+/* The same after a remount: every piece from the device, none staged. */
+START_TEST(test_read_after_remount)
+{
+	struct zfs *fs;
+	char *model, *direct;
+	int64_t ino;
+	size_t i;
+
+	mkfs(4096);
+	fs = tu_mount(img, false);
+	model = build(fs);
+	tu_unmount(fs);
+	fs = tu_mount(img, true);
+	ino = tu_ino(fs, "/f");
+	ck_assert_int_gt(ino, 0);
+	OK(zfs_open(fs, &tu_root_ctx, (uint64_t)ino, O_RDONLY));
+	direct = zfs_read_buf(fs, FILE_SIZE + MIB);
+	ck_assert_ptr_nonnull(direct);
+	for (i = 0; i < ZF_ARRAY_SIZE(reads); i++)
+		check_read(fs, (uint64_t)ino, direct, model, reads[i].off,
+			   reads[i].len);
+	OK(zfs_release(fs, (uint64_t)ino));
+	free(direct);
+	free(model);
+	tu_unmount(fs);
+}
+END_TEST
+
+/* Reading a directory or a missing inode says so. */
+START_TEST(test_read_errors)
+{
+	struct zfs *fs;
+	char *buf;
+	int64_t d;
+
+	mkfs(4096);
+	fs = tu_mount(img, false);
+	OK(tu_mkdir(fs, "/d", 0755));
+	d = tu_ino(fs, "/d");
+	buf = zfs_read_buf(fs, 4096);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(zfs_read(fs, (uint64_t)d, buf, 4096, 0), -EISDIR);
+	ck_assert_int_eq(zfs_read(fs, 999999, buf, 4096, 0), -ENOENT);
+	ck_assert_int_eq(zfs_read(fs, (uint64_t)d, buf, 4096, -1), -EINVAL);
+	free(buf);
+	tu_unmount(fs);
+}
+END_TEST
+
+static void add(Suite *s, const char *name, const TTest *t)
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, t);
+	suite_add_tcase(s, tc);
+}
+
+int main(void)
+{
+	Suite *s = suite_create("data");
+	SRunner *sr;
+	int failed;
+
+	add(s, "read_any_buffer", test_read_any_buffer);
+	add(s, "read_any_buffer_512", test_read_any_buffer_512);
+	add(s, "read_after_remount", test_read_after_remount);
+	add(s, "read_errors", test_read_errors);
+	sr = srunner_create(s);
+	printf("check_data: reads return the file's bytes into any buffer, from the device and from staging\n");
+	tu_scratch_begin();
+	srunner_run_all(sr, CK_NORMAL);
+	tu_scratch_end();
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -7,8 +7,12 @@
  * what zonefuse costs. So it does the least a FUSE file system can do, with
  * the FUSE settings zonefuse uses (src/fuse_ll.c, src/cli_mount.c): the
  * low-level API, a multi-threaded session loop of 10 threads, 1 MiB
- * max_write and readahead, no writeback cache, keep_cache on open, entries
- * and attributes cached for a second, a flush that does nothing. With
+ * max_write and readahead, no writeback cache, keep_cache on open. Two
+ * settings differ, as a passthrough needs them to: entries and attributes
+ * are cached for a second (its backing directory may change under it;
+ * zonefuse owns its device and caches for a minute), and close(2) sends a
+ * FLUSH (a passthrough's close must reach its backing file; zonefuse has
+ * no flush operation). With
  * `-o splice` it also splices data between /dev/fuse and the backing files,
  * as libfuse's example/passthrough_ll.c does; zonefuse does not, so the
  * benchmark leaves it off unless asked.

@@ -4,10 +4,20 @@
  * calls the library (zfs.h) and sends exactly one reply. This is the only
  * place where a negative errno becomes the positive one FUSE replies take.
  *
- * Caching: every change reaches the file system through this kernel mount,
- * so the kernel's caches cannot go stale behind its back. Attributes and
- * entries are cached for a second, and the page cache is kept across opens
- * (keep_cache) so that a dataloader re-reading a file reads memory.
+ * Round trips are what a FUSE file system costs (each is two context
+ * switches), so the kernel is asked as little as it allows:
+ * - Every change reaches the file system through this kernel mount (the
+ *   device is locked to one daemon, and nothing the daemon does on its
+ *   own, such as reclaim, changes what stat shows), so the kernel's caches
+ *   cannot go stale behind its back: entries and attributes are cached for
+ *   a minute (FS_LL_TIMEOUT). The kernel itself drops what an operation
+ *   changes (sizes after a write, atime after a read, link counts). An
+ *   rm then needs no lookup first.
+ * - There is no flush operation: close(2) has nothing to do here (data is
+ *   staged at write, and the last close is release), and the kernel stops
+ *   sending FLUSH once it is told the operation does not exist.
+ * - The page cache is kept across opens (keep_cache) so that a dataloader
+ *   re-reading a file reads memory.
  */
 #define FUSE_USE_VERSION 314
 
@@ -24,7 +34,7 @@
 #include "zonefuse/util.h"
 #include "zonefuse/zfs.h"
 
-#define FS_LL_TIMEOUT 1.0
+#define FS_LL_TIMEOUT 60.0 /* seconds: see the top of the file */
 
 static struct zfs *fs_of(fuse_req_t req)
 {
@@ -355,14 +365,6 @@ static void fs_ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	}
 }
 
-static void fs_ll_flush(fuse_req_t req, fuse_ino_t ino,
-			struct fuse_file_info *fi)
-{
-	(void)ino;
-	(void)fi;
-	fuse_reply_err(req, 0);
-}
-
 static void fs_ll_release(fuse_req_t req, fuse_ino_t ino,
 			  struct fuse_file_info *fi)
 {
@@ -605,7 +607,6 @@ const struct fuse_lowlevel_ops fs_ll_ops = {
 	.create = fs_ll_create,
 	.read = fs_ll_read,
 	.write = fs_ll_write,
-	.flush = fs_ll_flush,
 	.release = fs_ll_release,
 	.fsync = fs_ll_fsync,
 	.opendir = fs_ll_opendir,

@@ -119,6 +119,23 @@ struct ace_ent *ace_ns_find(const struct ace_ns *ns, const char *path);
 /* The byte a write with @tag puts at file offset @off: never zero. */
 void ace_pattern(uint8_t *buf, size_t len, uint64_t off, uint32_t tag);
 
+/* ---- shared helpers (ace_util.c) ------------------------------------------ */
+
+/* Who the harness acts as: root, umask 022. */
+extern const struct zfs_ctx ace_ctx;
+
+/* realloc() that aborts the run when memory runs out. */
+void *ace_xrealloc(void *p, size_t n);
+
+/* One extent of zfs_extents_text(): its zone, offset there, length, file offset. */
+struct ace_extent {
+	unsigned int zone;
+	uint64_t off, len, foff;
+};
+
+/* Parse one line of zfs_extents_text(); false if it is not an extent. */
+bool ace_extent_parse(const char *line, struct ace_extent *e);
+
 /* ---- operations ----------------------------------------------------------- */
 
 /*

@@ -17,18 +17,6 @@
 #include "zonefuse/util.h"
 #include "zonefuse/zdev.h"
 
-static const struct zfs_ctx ace_ctx = { .uid = 0, .gid = 0, .umask = 022 };
-
-static void *ace_xrealloc(void *p, size_t n)
-{
-	p = realloc(p, n ? n : 1);
-	if (!p) {
-		fprintf(stderr, "crash_ace: out of memory\n");
-		abort();
-	}
-	return p;
-}
-
 static void *ace_xdup(const void *p, size_t n)
 {
 	void *q = ace_xrealloc(NULL, n);

@@ -30,18 +30,6 @@
 #include "ace.h"
 #include "zonefuse/util.h"
 
-static const struct zfs_ctx ace_ctx = { .uid = 0, .gid = 0, .umask = 022 };
-
-static void *ace_xrealloc(void *p, size_t n)
-{
-	p = realloc(p, n ? n : 1);
-	if (!p) {
-		fprintf(stderr, "crash_ace: out of memory\n");
-		abort();
-	}
-	return p;
-}
-
 /* ---- reading a state ---------------------------------------------------- */
 
 struct ace_dirent {
@@ -143,18 +131,14 @@ static int ace_read_file(struct zfs *fs, struct ace_sino *si)
 	text[n] = '\0';
 	for (line = strtok_r(text, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
-		unsigned int z;
-		uint64_t off, len, foff;
+		struct ace_extent e;
 
-		if (sscanf(line,
-			   "zone %u offset %" SCNu64 " length %" SCNu64
-			   " file_offset %" SCNu64,
-			   &z, &off, &len, &foff) != 4)
+		if (!ace_extent_parse(line, &e))
 			continue;
 		si->ext = ace_xrealloc(si->ext,
 				       (si->next + 1) * sizeof(*si->ext));
-		si->ext[si->next][0] = foff;
-		si->ext[si->next++][1] = len;
+		si->ext[si->next][0] = e.foff;
+		si->ext[si->next++][1] = e.len;
 	}
 	free(text);
 	return 0;

@@ -1122,15 +1122,11 @@ static int ace_damage(const char *img, bool zero, char *err, size_t errlen)
 	text[n] = '\0';
 	for (line = strtok_r(text, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
-		unsigned int z;
-		uint64_t off, len, foff;
+		struct ace_extent e;
 
-		if (sscanf(line,
-			   "zone %u offset %" SCNu64 " length %" SCNu64
-			   " file_offset %" SCNu64,
-			   &z, &off, &len, &foff) == 4 &&
-		    foff <= 12288 && 12288 - foff < len)
-			addr = z * zone_size + off + (12288 - foff);
+		if (ace_extent_parse(line, &e) && e.foff <= 12288 &&
+		    12288 - e.foff < e.len)
+			addr = e.zone * zone_size + e.off + (12288 - e.foff);
 	}
 	if (addr == UINT64_MAX) {
 		snprintf(err, errlen, "no extent of A holds offset 12288");

@@ -2082,6 +2082,7 @@ static void *zfs_bg_main(void *arg)
 		if (!fs->error) {
 			if (zutil_now_mono_ns() >= next) {
 				data_seal_idle(fs, interval / 2);
+				data_pool_trim(fs);
 				zfs_log_counters(fs);
 				jrnl_commit(fs->j, UINT64_MAX);
 				next = zutil_now_mono_ns() + interval;

@@ -169,8 +169,9 @@ struct zfs {
 	struct zfs_rt *dirty;	   /* inodes with open chunks, LRU */
 	uint64_t staged;	   /* bytes of chunk buffers */
 	uint64_t wb_pending;	   /* sealed chunks not yet applied */
-	char *pool[64];		   /* free ZFS_CHUNK buffers (data.c) */
-	uint32_t nr_pool;
+	char **pool;		   /* free ZFS_CHUNK buffers (data.c) */
+	uint32_t nr_pool, pool_max;
+	bool pool_used;		   /* a buffer taken since the last trim */
 	bool wb_stop;
 	uint32_t nr_wb;
 	pthread_t *wb_threads;
@@ -243,6 +244,11 @@ ssize_t data_write(struct zfs *fs, struct zm_inode *in, const void *buf,
  * exclusive; waits for chunks being written first.
  */
 void data_truncate_staged(struct zfs *fs, struct zfs_rt *rt, uint64_t size);
+/*
+ * Give back the buffers kept for reuse, but a few, if none was taken since
+ * the last call (the background thread calls it every commit interval).
+ */
+void data_pool_trim(struct zfs *fs);
 /* Free the buffers kept for reuse (at the very end). */
 void data_pool_free(struct zfs *fs);
 /* Free staged data of an inode being freed (no writers left). */

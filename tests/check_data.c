@@ -217,30 +217,17 @@ END_TEST
 
 static void add(Suite *s, const char *name, const TTest *t)
 {
-	TCase *tc = tcase_create(name);
-
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, t);
-	suite_add_tcase(s, tc);
+	tu_add_case(s, name, t, setup, teardown, 60);
 }
 
 int main(void)
 {
 	Suite *s = suite_create("data");
-	SRunner *sr;
-	int failed;
 
 	add(s, "read_any_buffer", test_read_any_buffer);
 	add(s, "read_any_buffer_512", test_read_any_buffer_512);
 	add(s, "read_after_remount", test_read_after_remount);
 	add(s, "read_errors", test_read_errors);
-	sr = srunner_create(s);
 	printf("check_data: reads return the file's bytes into any buffer, from the device and from staging\n");
-	tu_scratch_begin();
-	srunner_run_all(sr, CK_NORMAL);
-	tu_scratch_end();
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run(s);
 }

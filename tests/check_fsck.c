@@ -1032,12 +1032,7 @@ END_TEST
 
 static void add(Suite *s, const char *name, const TTest *t)
 {
-	TCase *tc = tcase_create(name);
-
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, t);
-	suite_add_tcase(s, tc);
+	tu_add_case(s, name, t, setup, teardown, 60);
 }
 
 static Suite *fsck_suite(void)
@@ -1068,14 +1063,6 @@ static Suite *fsck_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(fsck_suite());
-	int failed;
-
 	printf("check_fsck: fsck finds and repairs planted problems; mount and fsck refuse bad images with a clear error\n");
-	tu_scratch_begin();
-	srunner_run_all(sr, CK_NORMAL);
-	tu_scratch_end();
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run(fsck_suite());
 }

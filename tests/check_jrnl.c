@@ -1153,12 +1153,7 @@ END_TEST
 
 static void add(Suite *s, const char *name, const TTest *t, int timeout)
 {
-	TCase *tc = tcase_create(name);
-
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, timeout);
-	tcase_add_test(tc, t);
-	suite_add_tcase(s, tc);
+	tu_add_case(s, name, t, setup, teardown, timeout);
 }
 
 static Suite *jrnl_suite(void)
@@ -1184,15 +1179,7 @@ static Suite *jrnl_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(jrnl_suite());
-	int failed;
-
 	printf("check_jrnl: the metadata journal through zfs_mount/zfs_crash on emulator images of 1 MiB zones: persistence, torn and corrupt logs, multi-zone snapshots, %u rolls, a crash at every flush\n",
 	       NROLLS);
-	tu_scratch_begin();
-	srunner_run_all(sr, CK_NORMAL);
-	tu_scratch_end();
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run(jrnl_suite());
 }

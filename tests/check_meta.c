@@ -1824,12 +1824,7 @@ END_TEST
 
 static void add(Suite *s, const char *name, const TTest *t)
 {
-	TCase *tc = tcase_create(name);
-
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, t);
-	suite_add_tcase(s, tc);
+	tu_add_case(s, name, t, setup, teardown, 60);
 }
 
 static Suite *meta_suite(void)
@@ -1866,12 +1861,6 @@ static Suite *meta_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(meta_suite());
-	int failed;
-
 	printf("check_meta: zm_apply() of every record type, refusals, snapshot round trips (no device)\n");
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run(meta_suite());
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "testutil.h"
 #include "zonefuse/crc32c.h"
 #include "zonefuse/util.h"
 
@@ -216,11 +217,5 @@ static Suite *util_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(util_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run(util_suite());
 }

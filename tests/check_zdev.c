@@ -1412,12 +1412,7 @@ END_TEST
 static void add(Suite *s, const char *name, const TTest *t,
 		void (*fixture)(void))
 {
-	TCase *tc = tcase_create(name);
-
-	tcase_add_checked_fixture(tc, fixture, teardown);
-	tcase_set_timeout(tc, zbd_path ? 300 : 30);
-	tcase_add_test(tc, t);
-	suite_add_tcase(s, tc);
+	tu_add_case(s, name, t, fixture, teardown, zbd_path ? 300 : 30);
 }
 
 static Suite *zdev_suite(void)
@@ -1480,8 +1475,6 @@ int main(int argc, char **argv)
 	bool need_real = argc > 1 && !strcmp(argv[1], "--real");
 	const char *env = getenv("ZONEFUSE_TEST_ZBD");
 	const char *geom = getenv("ZONEFUSE_TEST_EMU");
-	SRunner *sr;
-	int failed;
 
 	if (env && *env) {
 		struct stat st;
@@ -1511,11 +1504,5 @@ int main(int argc, char **argv)
 		emu_base = p;
 	}
 	describe();
-	sr = srunner_create(zdev_suite());
-	tu_scratch_begin();
-	srunner_run_all(sr, CK_NORMAL);
-	tu_scratch_end();
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run(zdev_suite());
 }

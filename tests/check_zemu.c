@@ -1021,12 +1021,7 @@ END_TEST
 
 static void add(Suite *s, const char *name, const TTest *t)
 {
-	TCase *tc = tcase_create(name);
-
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, t);
-	suite_add_tcase(s, tc);
+	tu_add_case(s, name, t, setup, teardown, 30);
 }
 
 static Suite *zemu_suite(void)
@@ -1062,14 +1057,6 @@ static Suite *zemu_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(zemu_suite());
-	int failed;
-
 	printf("check_zemu: emulator images: creation, persistence and the flush rule, counters, forced conditions, damaged images, locking\n");
-	tu_scratch_begin();
-	srunner_run_all(sr, CK_NORMAL);
-	tu_scratch_end();
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run(zemu_suite());
 }

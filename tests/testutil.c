@@ -45,6 +45,30 @@ void tu_scratch_begin(void)
 	}
 }
 
+void tu_add_case(Suite *s, const char *name, const TTest *t,
+		 void (*setup)(void), void (*teardown)(void), int timeout)
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, timeout);
+	tcase_add_test(tc, t);
+	suite_add_tcase(s, tc);
+}
+
+int tu_run(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	int failed;
+
+	tu_scratch_begin();
+	srunner_run_all(sr, CK_NORMAL);
+	tu_scratch_end();
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 static int tu_rm_one(const char *path, const struct stat *st, int flag,
 		     struct FTW *ftw)
 {

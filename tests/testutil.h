@@ -7,6 +7,7 @@
 #ifndef ZONEFUSE_TESTUTIL_H
 #define ZONEFUSE_TESTUTIL_H
 
+#include <check.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -33,6 +34,15 @@ void tu_rmtree(const char *dir);
  */
 void tu_scratch_begin(void);
 void tu_scratch_end(void);
+
+/* Add a case @name to @s: @t between @setup and @teardown, @timeout s. */
+void tu_add_case(Suite *s, const char *name, const TTest *t,
+		 void (*setup)(void), void (*teardown)(void), int timeout);
+/*
+ * Run every case of @s (which it frees) inside a scratch directory, as
+ * tu_scratch_begin() makes; the exit status: EXIT_SUCCESS if all passed.
+ */
+int tu_run(Suite *s);
 
 /* "@dir/@name" into @path. */
 void tu_path(char *path, size_t len, const char *dir, const char *name);

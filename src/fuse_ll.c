@@ -17,7 +17,17 @@
  *   staged at write, and the last close is release), and the kernel stops
  *   sending FLUSH once it is told the operation does not exist.
  * - The page cache is kept across opens (keep_cache) so that a dataloader
- *   re-reading a file reads memory.
+ *   re-reading a file reads memory, except where zfs_open() says otherwise
+ *   (ZFS_OPEN_* in zfs.h). A write-only open of a file no one has open
+ *   bypasses it (direct_io). Through the page cache, each 1 MiB write
+ *   was copied into it by the writer before the daemon copied it out, and
+ *   each write(2) cost a GETXATTR of security.capability (the kernel's
+ *   set-ID check, which the uncached path leaves to the daemon, as
+ *   zfs_write() does). Without them, dd went 1.4-1.6 -> 1.9-3.1 GB/s,
+ *   torch.save 1.2-1.3 -> 1.5-1.9 GB/s, create+write+close 5,300-5,700 ->
+ *   6,000-6,400 files/s, and the rm of a 2 GiB checkpoint 90 ms -> under
+ *   10 ms (it had the kernel drop the written pages).
+ * - The caching chosen at open rides in the handle (fi->fh) to release.
  */
 #define FUSE_USE_VERSION 314
 
@@ -283,34 +293,45 @@ static void fs_ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	fs_reply_entry(req, ret, &st);
 }
 
+/* What the kernel is told of the caching zfs_open() chose (ZFS_OPEN_*). */
+static void fs_set_cache(struct fuse_file_info *fi, unsigned int cache)
+{
+	fi->direct_io = (cache & ZFS_OPEN_NOCACHE) != 0;
+	fi->keep_cache = (cache & ZFS_OPEN_DROPCACHE) == 0;
+	fi->fh = cache;
+}
+
 static void fs_ll_open(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
+	unsigned int cache;
 	struct zfs_ctx c;
 	int ret;
 
 	fs_ctx(req, &c);
-	ret = zfs_open(fs_of(req), &c, ino, fi->flags);
+	ret = zfs_open(fs_of(req), &c, ino, fi->flags, &cache);
 	fs_trace("open", ino, NULL, ret);
 	if (ret) {
 		fuse_reply_err(req, -ret);
 		return;
 	}
-	fi->keep_cache = 1;
-	fuse_reply_open(req, fi);
+	fs_set_cache(fi, cache);
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		zfs_release(fs_of(req), ino, cache); /* interrupted */
 }
 
 static void fs_ll_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 			 mode_t mode, struct fuse_file_info *fi)
 {
 	struct fuse_entry_param e;
+	unsigned int cache;
 	struct zfs_ctx c;
 	int ret;
 
 	fs_ctx(req, &c);
 	memset(&e, 0, sizeof(e));
 	ret = zfs_create(fs_of(req), &c, parent, name, mode, fi->flags,
-			 &e.attr);
+			 &e.attr, &cache);
 	fs_trace("create", parent, name, ret);
 	if (ret) {
 		fuse_reply_err(req, -ret);
@@ -319,10 +340,10 @@ static void fs_ll_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	e.ino = e.attr.st_ino;
 	e.attr_timeout = FS_LL_TIMEOUT;
 	e.entry_timeout = FS_LL_TIMEOUT;
-	fi->keep_cache = 1;
+	fs_set_cache(fi, cache);
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		/* The caller was interrupted: undo the open and the lookup. */
-		zfs_release(fs_of(req), e.ino);
+		zfs_release(fs_of(req), e.ino, cache);
 		zfs_forget(fs_of(req), e.ino, 1);
 	}
 }
@@ -368,8 +389,7 @@ static void fs_ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 static void fs_ll_release(fuse_req_t req, fuse_ino_t ino,
 			  struct fuse_file_info *fi)
 {
-	(void)fi;
-	fuse_reply_err(req, -zfs_release(fs_of(req), ino));
+	fuse_reply_err(req, -zfs_release(fs_of(req), ino, (unsigned int)fi->fh));
 }
 
 static void fs_ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,

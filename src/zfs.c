@@ -106,6 +106,31 @@ struct zfs_rt *zfs_rt_get(struct zfs *fs, struct zm_inode *in)
 	return rt;
 }
 
+/*
+ * The caching of a handle about to be opened on @in (zfs.h, ZFS_OPEN_*),
+ * before in->nopen counts it. A write-only open goes uncached only when
+ * the file is not open: a handle already open may be caching pages, or
+ * mapping them shared, which uncached writes would leave stale, and the
+ * kernel does not drop cached pages for a write that bypasses them. Caller
+ * holds meta_lock exclusive.
+ */
+static unsigned int zfs_cache_mode(struct zm_inode *in, struct zfs_rt *rt,
+				   int acc)
+{
+	if (!zm_is_reg(in))
+		return 0;
+	if (rt->nocache || (acc == O_WRONLY && !in->nopen)) {
+		rt->nocache++;
+		rt->cache_stale = true;
+		return ZFS_OPEN_NOCACHE;
+	}
+	if (rt->cache_stale) {
+		rt->cache_stale = false;
+		return ZFS_OPEN_DROPCACHE;
+	}
+	return 0;
+}
+
 /* Can @rt go? Nothing staged, queued or open. Caller: meta_lock excl. */
 static bool zfs_rt_idle(struct zfs *fs, struct zfs_rt *rt)
 {
@@ -622,10 +647,14 @@ static int zfs_make(struct zfs *fs, const struct zfs_ctx *ctx,
 	return 0;
 }
 
+/*
+ * @open: create(2), which opens the file (@cachep as for zfs_open(), and
+ * may be NULL); otherwise mknod, mkdir or symlink.
+ */
 static int zfs_create_common(struct zfs *fs, const struct zfs_ctx *ctx,
 			     uint64_t parent, const char *name, uint32_t mode,
 			     uint32_t rdev, const char *target, int flags,
-			     bool open, struct stat *st)
+			     bool open, unsigned int *cachep, struct stat *st)
 {
 	struct zm_inode *dir, *in;
 	struct zm_dent *e;
@@ -649,7 +678,7 @@ static int zfs_create_common(struct zfs *fs, const struct zfs_ctx *ctx,
 		ret = zfs_lookup(fs, parent, name, st);
 		if (ret)
 			return ret;
-		ret = zfs_open(fs, ctx, (uint64_t)st->st_ino, flags);
+		ret = zfs_open(fs, ctx, (uint64_t)st->st_ino, flags, cachep);
 		if (ret) {
 			zfs_forget(fs, (uint64_t)st->st_ino, 1);
 			return ret;
@@ -668,6 +697,8 @@ static int zfs_create_common(struct zfs *fs, const struct zfs_ctx *ctx,
 			goto out_unlock;
 		}
 		rt->group = parent;
+		if (cachep)
+			*cachep = zfs_cache_mode(in, rt, flags & O_ACCMODE);
 	}
 	__atomic_add_fetch(&in->nlookup, 1, __ATOMIC_RELAXED);
 	if (open)
@@ -695,7 +726,7 @@ int zfs_mknod(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t parent,
 	}
 	(void)rdev;
 	return zfs_create_common(fs, ctx, parent, name, (uint32_t)mode & 0177777,
-				 0, NULL, 0, false, st);
+				 0, NULL, 0, false, NULL, st);
 }
 
 int zfs_mkdir(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t parent,
@@ -703,7 +734,7 @@ int zfs_mkdir(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t parent,
 {
 	return zfs_create_common(fs, ctx, parent, name,
 				 S_IFDIR | ((uint32_t)mode & 07777), 0, NULL,
-				 0, false, st);
+				 0, false, NULL, st);
 }
 
 int zfs_symlink(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t parent,
@@ -722,15 +753,16 @@ int zfs_symlink(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t parent,
 		ctx = &c;
 	}
 	return zfs_create_common(fs, ctx, parent, name, S_IFLNK | 0777, 0,
-				 target, 0, false, st);
+				 target, 0, false, NULL, st);
 }
 
 int zfs_create(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t parent,
-	       const char *name, mode_t mode, int flags, struct stat *st)
+	       const char *name, mode_t mode, int flags, struct stat *st,
+	       unsigned int *cachep)
 {
 	return zfs_create_common(fs, ctx, parent, name,
 				 S_IFREG | ((uint32_t)mode & 07777), 0, NULL,
-				 flags, true, st);
+				 flags, true, cachep, st);
 }
 
 int zfs_link(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
@@ -1099,8 +1131,10 @@ int zfs_readlink(struct zfs *fs, uint64_t ino, char *buf, size_t size)
 /* ---- open, release ----------------------------------------------------------------------- */
 
 int zfs_open(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
-	     int flags)
+	     int flags, unsigned int *cachep)
 {
+	unsigned int cache = 0;
+	struct zfs_rt *rt;
 	int acc = flags & O_ACCMODE, mask = 0, ret;
 	struct zm_inode *in;
 	struct stat st;
@@ -1126,10 +1160,13 @@ int zfs_open(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 	ret = zfs_perm(ctx, in, mask);
 	if (ret)
 		goto out_unlock;
-	if (!zfs_rt_get(fs, in)) {
+	rt = zfs_rt_get(fs, in);
+	if (!rt) {
 		ret = -ENOMEM;
 		goto out_unlock;
 	}
+	if (cachep)
+		cache = zfs_cache_mode(in, rt, acc);
 	in->nopen++;
 	pthread_rwlock_unlock(&fs->meta_lock);
 	if ((flags & O_TRUNC) && zm_is_reg(in)) {
@@ -1137,10 +1174,14 @@ int zfs_open(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 
 		ret = zfs_setattr(fs, ctx, ino, &a,
 				  ZFS_SET_SIZE | ZFS_SET_HAVE_FH, &st);
-		if (ret)
-			zfs_release(fs, ino);
+		if (ret) {
+			zfs_release(fs, ino, cache);
+			return ret;
+		}
 	}
-	return ret;
+	if (cachep)
+		*cachep = cache;
+	return 0;
 out_unlock:
 	pthread_rwlock_unlock(&fs->meta_lock);
 	return ret;
@@ -1166,7 +1207,7 @@ static void zfs_release_replaced(struct zfs *fs, struct zm_inode *in,
 		data_start_inode(fs, rt);
 }
 
-int zfs_release(struct zfs *fs, uint64_t ino)
+int zfs_release(struct zfs *fs, uint64_t ino, unsigned int cache)
 {
 	struct zfs_head *head = NULL;
 	struct zm_inode *in;
@@ -1175,6 +1216,10 @@ int zfs_release(struct zfs *fs, uint64_t ino)
 	pthread_rwlock_wrlock(&fs->meta_lock);
 	in = zm_iget(&fs->m, ino);
 	if (in && in->nopen) {
+		struct zfs_rt *irt = in->rt;
+
+		if ((cache & ZFS_OPEN_NOCACHE) && irt && irt->nocache)
+			irt->nocache--;
 		in->nopen--;
 		if (!in->nopen)
 			rt = in->rt;

@@ -92,6 +92,15 @@ struct zfs_rt {
 	bool replaced;	      /* truncated to 0 from a non-empty size: the
 				 last close writes the new data out (see
 				 zfs_release()) */
+	/*
+	 * The kernel's caching of this file (ZFS_OPEN_* in zfs.h), protected
+	 * by zfs.meta_lock. rt lives until the kernel forgets the inode, and
+	 * the page cache dies with the kernel's inode, so neither outlives
+	 * the other.
+	 */
+	uint32_t nocache;  /* open handles that bypass the page cache */
+	bool cache_stale;  /* such a handle may have written: the next
+			      cached open drops the page cache */
 	uint64_t ino;
 	struct zm_inode *inode;
 	/* Writeback scheduling: protected by zfs.wb_lock. */

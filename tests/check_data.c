@@ -132,7 +132,7 @@ static void read_all_ways(uint32_t bs)
 	model = build(fs);
 	ino = tu_ino(fs, "/f");
 	ck_assert_int_gt(ino, 0);
-	OK(zfs_open(fs, &tu_root_ctx, (uint64_t)ino, O_RDONLY));
+	OK(zfs_open(fs, &tu_root_ctx, (uint64_t)ino, O_RDONLY, NULL));
 	direct = zfs_read_buf(fs, FILE_SIZE + MIB);
 	plain = malloc(FILE_SIZE + MIB + 1);
 	ck_assert_ptr_nonnull(direct);
@@ -145,7 +145,7 @@ static void read_all_ways(uint32_t bs)
 		check_read(fs, (uint64_t)ino, plain + 1, model, reads[i].off,
 			   reads[i].len);
 	}
-	OK(zfs_release(fs, (uint64_t)ino));
+	OK(zfs_release(fs, (uint64_t)ino, 0));
 	free(direct);
 	free(plain);
 	free(model);
@@ -181,13 +181,13 @@ START_TEST(test_read_after_remount)
 	fs = tu_mount(img, true);
 	ino = tu_ino(fs, "/f");
 	ck_assert_int_gt(ino, 0);
-	OK(zfs_open(fs, &tu_root_ctx, (uint64_t)ino, O_RDONLY));
+	OK(zfs_open(fs, &tu_root_ctx, (uint64_t)ino, O_RDONLY, NULL));
 	direct = zfs_read_buf(fs, FILE_SIZE + MIB);
 	ck_assert_ptr_nonnull(direct);
 	for (i = 0; i < ZF_ARRAY_SIZE(reads); i++)
 		check_read(fs, (uint64_t)ino, direct, model, reads[i].off,
 			   reads[i].len);
-	OK(zfs_release(fs, (uint64_t)ino));
+	OK(zfs_release(fs, (uint64_t)ino, 0));
 	free(direct);
 	free(model);
 	tu_unmount(fs);

@@ -874,14 +874,14 @@ static void walk(struct zfs *fs, uint64_t ino, unsigned int depth)
 	if (S_ISLNK(st.st_mode))
 		zfs_readlink(fs, ino, buf, sizeof(buf));
 	if (S_ISREG(st.st_mode) &&
-	    !zfs_open(fs, &tu_root_ctx, ino, O_RDONLY)) {
+	    !zfs_open(fs, &tu_root_ctx, ino, O_RDONLY, NULL)) {
 		off_t off;
 
 		for (off = 0; off < st.st_size && off < (off_t)MIB;
 		     off += (off_t)sizeof(buf))
 			if (zfs_read(fs, ino, buf, sizeof(buf), off) <= 0)
 				break;
-		zfs_release(fs, ino);
+		zfs_release(fs, ino, 0);
 	}
 	/* Every directory is listed, a dangling ".." included. */
 	if (S_ISDIR(st.st_mode)) {

@@ -945,7 +945,7 @@ START_TEST(test_unlinked_close_frees)
 	ck_assert_int_eq(zfs_mount(img, &o, &fs, err, sizeof(err)), 0);
 	OK(data_init(fs));
 	OK(zfs_create(fs, &tu_root_ctx, ZF_ROOT_INO, "f", S_IFREG | 0644,
-		      O_WRONLY, &st));
+		      O_WRONLY, &st, NULL));
 	ino = (uint64_t)st.st_ino;
 	tu_random(buf, sizeof(buf), 3);
 	ck_assert_int_eq(zfs_write(fs, &tu_root_ctx, ino, buf, sizeof(buf), 0,
@@ -953,7 +953,7 @@ START_TEST(test_unlinked_close_frees)
 			 (ssize_t)sizeof(buf));
 	OK(zfs_unlink(fs, &tu_root_ctx, ZF_ROOT_INO, "f"));
 	ck_assert_ptr_nonnull(zm_iget(&fs->m, ino)); /* open: still there */
-	OK(zfs_release(fs, ino));
+	OK(zfs_release(fs, ino, 0));
 	zfs_forget(fs, ino, 1);
 	ck_assert(tu_wait_freed(fs, ino));
 	ck_assert_uint_eq(fs->m.live_bytes, 0);

@@ -552,7 +552,7 @@ int tu_write(struct zfs *fs, const char *path, uint64_t off, size_t len,
 		if (ret)
 			goto out_free;
 		ret = zfs_create(fs, &tu_root_ctx, (uint64_t)dir, name, 0644,
-				 O_RDWR, &st);
+				 O_RDWR, &st, NULL);
 		if (ret)
 			goto out_free;
 		zfs_forget(fs, (uint64_t)st.st_ino, 1);
@@ -561,7 +561,7 @@ int tu_write(struct zfs *fs, const char *path, uint64_t off, size_t len,
 		ret = (int)ino;
 		goto out_free;
 	} else {
-		ret = zfs_open(fs, &tu_root_ctx, (uint64_t)ino, O_RDWR);
+		ret = zfs_open(fs, &tu_root_ctx, (uint64_t)ino, O_RDWR, NULL);
 		if (ret)
 			goto out_free;
 	}
@@ -576,7 +576,7 @@ int tu_write(struct zfs *fs, const char *path, uint64_t off, size_t len,
 		}
 		done += (size_t)n;
 	}
-	zfs_release(fs, (uint64_t)ino);
+	zfs_release(fs, (uint64_t)ino, 0);
 out_free:
 	free(buf);
 	return ret;
@@ -595,7 +595,7 @@ int tu_verify(struct zfs *fs, const char *path, uint64_t off, size_t len,
 		free(buf);
 		return (int)ino;
 	}
-	ret = zfs_open(fs, &tu_root_ctx, (uint64_t)ino, O_RDONLY);
+	ret = zfs_open(fs, &tu_root_ctx, (uint64_t)ino, O_RDONLY, NULL);
 	if (ret)
 		goto out_free;
 	while (done < len) {
@@ -608,7 +608,7 @@ int tu_verify(struct zfs *fs, const char *path, uint64_t off, size_t len,
 		}
 		done += (size_t)n;
 	}
-	zfs_release(fs, (uint64_t)ino);
+	zfs_release(fs, (uint64_t)ino, 0);
 	if (!ret) {
 		char *want = calloc(1, ZF_ROUND_UP(len, 8u) + 8);
 		size_t i;
@@ -706,14 +706,14 @@ static void tu_digest_node(struct zfs *fs, uint64_t ino, const char *path,
 		off_t off = 0;
 
 		ck_assert_ptr_nonnull(buf);
-		ret = zfs_open(fs, &tu_root_ctx, ino, O_RDONLY);
+		ret = zfs_open(fs, &tu_root_ctx, ino, O_RDONLY, NULL);
 		ck_assert_msg(ret == 0, "open of %s: %d", path, ret);
 		while ((n = zfs_read(fs, ino, buf, 1 << 20, off)) > 0) {
 			crc = crc32c(crc, buf, (size_t)n);
 			off += n;
 		}
 		ck_assert_msg(n == 0, "read of %s: %zd", path, n);
-		zfs_release(fs, ino);
+		zfs_release(fs, ino, 0);
 		free(buf);
 		tu_text_add(t, " read=%lld crc=%08x", (long long)off, crc);
 	} else if (S_ISLNK(st.st_mode)) {

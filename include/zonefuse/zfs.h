@@ -186,15 +186,37 @@ int zfs_access(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 /* ---- files ----------------------------------------------------------- */
 
 /*
+ * How the kernel may cache the data of a file it opens, decided by
+ * zfs_open() and zfs_create() for a caller that has a page cache (the FUSE
+ * edge), and handed back to zfs_release() with the handle:
+ * - ZFS_OPEN_NOCACHE: the handle bypasses the page cache (FUSE's
+ *   FOPEN_DIRECT_IO). A write-only open of a file no one else has open
+ *   gets it: a checkpoint streams from the writer's memory to the staging
+ *   buffers with one copy fewer, is not cached on its way to the device,
+ *   and an rm of it has no cached pages to drop. While such a handle is
+ *   open, every other open of the file gets it too, so that no cached copy
+ *   of the file exists beside the uncached writes.
+ * - ZFS_OPEN_DROPCACHE: the page cache may hold data that uncached writes
+ *   have since replaced; the kernel must drop it at this open.
+ * Neither: the page cache is kept across opens (a dataloader re-reading a
+ * file reads memory).
+ */
+#define ZFS_OPEN_NOCACHE (1u << 0)
+#define ZFS_OPEN_DROPCACHE (1u << 1)
+
+/*
  * Open @ino with open(2) @flags (O_TRUNC truncates; permissions are
- * checked). Every open is paired with zfs_release().
+ * checked). With @cachep, *@cachep gets the ZFS_OPEN_* caching of the
+ * handle; without, the caller keeps no page cache and the handle counts
+ * as cached. Every open is paired with zfs_release() and that caching.
  */
 int zfs_open(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
-	     int flags);
-/* Create and open @name in @parent (O_EXCL honoured). */
+	     int flags, unsigned int *cachep);
+/* Create and open @name in @parent (O_EXCL honoured); @cachep as above. */
 int zfs_create(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t parent,
-	       const char *name, mode_t mode, int flags, struct stat *st);
-int zfs_release(struct zfs *fs, uint64_t ino);
+	       const char *name, mode_t mode, int flags, struct stat *st,
+	       unsigned int *cachep);
+int zfs_release(struct zfs *fs, uint64_t ino, unsigned int cache);
 
 /*
  * Read up to @size bytes at @off into @buf; returns the count (0: EOF).

@@ -325,7 +325,7 @@ static int ace_live_parent(struct zfs *fs, const char *path, uint64_t *pino,
 static int ace_live_write(struct zfs *fs, uint64_t ino, const uint8_t *buf,
 			  uint64_t off, uint64_t len)
 {
-	int ret = zfs_open(fs, &ace_ctx, ino, O_WRONLY);
+	int ret = zfs_open(fs, &ace_ctx, ino, O_WRONLY, NULL);
 	uint64_t done = 0;
 
 	if (ret)
@@ -345,18 +345,18 @@ static int ace_live_write(struct zfs *fs, uint64_t ino, const uint8_t *buf,
 		}
 		done += (uint64_t)w;
 	}
-	zfs_release(fs, ino);
+	zfs_release(fs, ino, 0);
 	return ret;
 }
 
 static int ace_live_fsync(struct zfs *fs, uint64_t ino, bool datasync)
 {
-	int ret = zfs_open(fs, &ace_ctx, ino, O_RDONLY);
+	int ret = zfs_open(fs, &ace_ctx, ino, O_RDONLY, NULL);
 
 	if (ret)
 		return ret;
 	ret = zfs_fsync(fs, ino, datasync);
-	zfs_release(fs, ino);
+	zfs_release(fs, ino, 0);
 	return ret;
 }
 
@@ -423,9 +423,9 @@ int ace_op(struct zfs *fs, struct zdev *dev, struct ace_model *m,
 		} else {
 			ACE_LIVE(zfs_create(fs, &ace_ctx, pino, name,
 					    S_IFREG | 0644,
-					    O_WRONLY | O_CREAT | O_EXCL, &st));
+					    O_WRONLY | O_CREAT | O_EXCL, &st, NULL));
 			if (fs)
-				zfs_release(fs, st.st_ino);
+				zfs_release(fs, st.st_ino, 0);
 		}
 		id = ace_id_new(m, dir ? S_IFDIR : S_IFREG, s);
 		ace_ns_add(ace_ns_push(m, s, line), av[1], (uint32_t)id);

@@ -101,7 +101,7 @@ static int ace_read_file(struct zfs *fs, struct ace_sino *si)
 	int ret;
 
 	si->data = ace_xrealloc(NULL, si->size);
-	ret = zfs_open(fs, &ace_ctx, si->ino, O_RDONLY);
+	ret = zfs_open(fs, &ace_ctx, si->ino, O_RDONLY, NULL);
 	if (ret)
 		return ret;
 	while (done < si->size) {
@@ -118,7 +118,7 @@ static int ace_read_file(struct zfs *fs, struct ace_sino *si)
 		}
 		done += (uint64_t)n;
 	}
-	zfs_release(fs, si->ino);
+	zfs_release(fs, si->ino, 0);
 	if (ret)
 		return ret;
 

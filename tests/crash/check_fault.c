@@ -124,14 +124,14 @@ static int put(struct zfs *fs, const char *name, uint64_t off, size_t len,
 	ck_assert_ptr_nonnull(b);
 	if (!ino) {
 		ret = zfs_create(fs, &ctx, 1, name, S_IFREG | 0644,
-				 O_WRONLY | O_CREAT, &st);
+				 O_WRONLY | O_CREAT, &st, NULL);
 		if (ret) {
 			free(b);
 			return ret;
 		}
 		ino = st.st_ino;
 	} else {
-		ret = zfs_open(fs, &ctx, ino, O_WRONLY);
+		ret = zfs_open(fs, &ctx, ino, O_WRONLY, NULL);
 		if (ret) {
 			free(b);
 			return ret;
@@ -148,7 +148,7 @@ static int put(struct zfs *fs, const char *name, uint64_t off, size_t len,
 		else
 			done += (size_t)w;
 	}
-	zfs_release(fs, ino);
+	zfs_release(fs, ino, 0);
 	free(b);
 	return ret;
 }
@@ -160,11 +160,11 @@ static int sync_file(struct zfs *fs, const char *name)
 
 	if (!ino)
 		return -ENOENT;
-	ret = zfs_open(fs, &ctx, ino, O_RDONLY);
+	ret = zfs_open(fs, &ctx, ino, O_RDONLY, NULL);
 	if (ret)
 		return ret;
 	ret = zfs_fsync(fs, ino, false);
-	zfs_release(fs, ino);
+	zfs_release(fs, ino, 0);
 	return ret;
 }
 
@@ -188,7 +188,7 @@ static int check2(struct zfs *fs, const char *name, size_t len, size_t split,
 	ck_assert_int_eq(zfs_getattr(fs, ino, &st), 0);
 	ret = (size_t)st.st_size == len ? 0 : -EILSEQ;
 	if (!ret)
-		ret = zfs_open(fs, &ctx, ino, O_RDONLY);
+		ret = zfs_open(fs, &ctx, ino, O_RDONLY, NULL);
 	while (!ret && done < len) {
 		ssize_t n = zfs_read(fs, ino, b + done, len - done,
 				     (off_t)done);
@@ -199,7 +199,7 @@ static int check2(struct zfs *fs, const char *name, size_t len, size_t split,
 			done += (size_t)n;
 	}
 	if ((size_t)st.st_size == len)
-		zfs_release(fs, ino);
+		zfs_release(fs, ino, 0);
 	if (!ret) {
 		pattern(w, split, 0, seed);
 		pattern(w + split, len - split, split, seed2);

@@ -168,6 +168,64 @@ def t_o_direct():
     assert data[size:3 * size] == bytes(2 * size)
 
 
+def t_uncached_writer():
+    """A write-only open of a file no one has open bypasses the page cache
+    (ZFS_OPEN_NOCACHE): every reader sees its writes, whenever it opened."""
+    d = fresh("uncached")
+    p = os.path.join(d, "f")
+    page = 4096
+    write_file(p, b"A" * 2 * page)
+    assert read_file(p) == b"A" * 2 * page      # now in the page cache
+
+    # Cached pages from an earlier reader are dropped after uncached writes,
+    # also when size and mtime do not tell the kernel that the data changed
+    # (rsync --inplace --times).
+    st = os.stat(p)
+    fd = os.open(p, os.O_WRONLY)
+    assert os.pwrite(fd, b"B" * page, 0) == page
+    os.close(fd)
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert read_file(p) == b"B" * page + b"A" * page
+
+    # A reader opened while the writer is: uncached too, so it sees each
+    # write at once, rewrites and appends (a partial last page) alike.
+    fd = os.open(p, os.O_WRONLY | os.O_TRUNC)
+    assert os.write(fd, b"x" * 100) == 100
+    r = os.open(p, os.O_RDONLY)
+    try:
+        assert os.pread(r, 1000, 0) == b"x" * 100
+        assert os.write(fd, b"y" * 100) == 100
+        assert os.pread(r, 1000, 0) == b"x" * 100 + b"y" * 100
+        assert os.pwrite(fd, b"z" * 50, 0) == 50
+        assert os.pread(r, 1000, 0) == b"z" * 50 + b"x" * 50 + b"y" * 100
+        # A shared mapping needs the page cache: refused while uncached.
+        expect_errno(errno.ENODEV, mmap.mmap, r, 200, mmap.MAP_SHARED,
+                     mmap.PROT_READ)
+        m = mmap.mmap(r, 200, mmap.MAP_PRIVATE, mmap.PROT_READ)
+        assert m[:] == b"z" * 50 + b"x" * 50 + b"y" * 100
+        m.close()
+    finally:
+        os.close(r)
+        os.close(fd)
+    assert read_file(p) == b"z" * 50 + b"x" * 50 + b"y" * 100
+
+    # A writer that opens a file someone has open goes through the page
+    # cache, which keeps the open reader and its shared mapping current.
+    r = os.open(p, os.O_RDONLY)
+    try:
+        m = mmap.mmap(r, 200, mmap.MAP_SHARED, mmap.PROT_READ)
+        assert m[:50] == b"z" * 50
+        fd = os.open(p, os.O_WRONLY)
+        assert os.pwrite(fd, b"w" * 50, 0) == 50
+        os.close(fd)
+        assert m[:50] == b"w" * 50
+        assert os.pread(r, 100, 0) == b"w" * 50 + b"x" * 50
+        m.close()
+    finally:
+        os.close(r)
+    assert read_file(p) == b"w" * 50 + b"x" * 50 + b"y" * 100
+
+
 # ---- mkdir, rmdir, unlink -------------------------------------------------------
 
 def t_mkdir_rmdir_unlink():
@@ -970,7 +1028,7 @@ def t_enospc():
 
 def main():
     global M, IMG, PIMG
-    e.begin("create/open (O_EXCL, O_TRUNC, O_APPEND, O_DIRECT), mkdir/rmdir/unlink, rename "
+    e.begin("create/open (O_EXCL, O_TRUNC, O_APPEND, O_DIRECT), uncached write-only opens, mkdir/rmdir/unlink, rename "
             "(replace, NOREPLACE, EXCHANGE, EINVAL, ENOTEMPTY), link/symlink/readlink, "
             "ENAMETOOLONG/ENOENT, chmod/chown/utime/truncate, ext4 times and relatime, "
             "st_blocks, statfs, user xattrs, SEEK_DATA/SEEK_HOLE, fallocate, readdir of "
@@ -984,6 +1042,7 @@ def main():
         ("create_open", t_create_open),
         ("double_mount", t_double_mount),
         ("o_direct", t_o_direct),
+        ("uncached_writer", t_uncached_writer),
         ("mkdir_rmdir_unlink", t_mkdir_rmdir_unlink),
         ("rename", t_rename),
         ("links", t_links),

@@ -493,8 +493,10 @@ wl_rand()
 }
 
 # dd of SEQ_MB with conv=fsync (the limit: oflag=direct), then the file is
-# deleted and its directory fsynced: on zonefuse that makes the freeing
-# durable at once, so the zones are reset without waiting for a commit.
+# deleted as a checkpoint is, written and never read, and its directory
+# fsynced: on zonefuse that makes the freeing durable at once, so the zones
+# are reset without waiting for a commit. (The seq file of wl_seq is
+# deleted after it was read, with its pages in the page cache.)
 wl_dd()
 {
 	local s=$1 sys=$2 f=$wdir/dd.0 t0 t1 o
@@ -507,10 +509,18 @@ wl_dd()
 		return 0
 	t1=$(zf_now_us)
 	record "$s" "$sys" write_dd "$((seq_mb * 1048576 / (t1 - t0)))"
-	if [ "$sys" = zonefuse ] && has_group delete; then
-		o=$(step_json "$s" "$sys" rm_fsync $py "$helpers" delete "$f" \
-			"$mnt" $((zone_mb << 20)) --fsync-dir) || return 0
-		record "$s" "$sys" rm_fsync_reset "$(json_get "$o" reset_ms)"
+	if has_group delete; then
+		if [ "$sys" = zonefuse ]; then
+			o=$(step_json "$s" "$sys" rm_fsync $py "$helpers" delete \
+				"$f" "$mnt" $((zone_mb << 20)) --fsync-dir) ||
+				return 0
+			record "$s" "$sys" rm_fsync_reset \
+				"$(json_get "$o" reset_ms)"
+		else
+			o=$(step_json "$s" "$sys" rm_fsync $py "$helpers" delete \
+				"$f" --fsync-dir) || return 0
+		fi
+		record "$s" "$sys" rm_written "$(json_get "$o" rm_ms)"
 	fi
 	rm -f -- "$f"
 }

@@ -29,10 +29,10 @@ usage: bench/run.sh [--quick] [-h]
 
 Runs every workload on every system, REPS times, and reports the median,
 min and max of each figure and its ratios. As root (it mounts, and drops
-the page cache). The default sizes are the issue's: over an hour on a
-busy 2-core VM, where half of them (SEQ_MB=2048 TORCH_MB=1024
-RAND_MB=1024 RAND_SECS=2) took 32 minutes. --quick (or QUICK=1) is one
-run of small sizes, to try the suite in about five minutes (noisy).
+the page cache). The default sizes are the issue's: 41 minutes on a
+quiet 2-core VM, half of them (SEQ_MB=2048 TORCH_MB=1024 RAND_MB=1024
+RAND_SECS=2) 23 minutes. --quick (or QUICK=1) is one run of small
+sizes, to try the suite in about five minutes (noisy).
 Settings come from the environment:
 
   QUICK=1            as --quick

@@ -19,40 +19,19 @@
 #include "zfs_i.h"
 #include "zonefuse/util.h"
 
-#define MIB (1ull << 20)
-#define OK(expr)                                                              \
-	do {                                                                  \
-		int r_ = (int)(expr);                                         \
-		ck_assert_msg(r_ == 0, "%s: %d (%s)", #expr, r_,              \
-			      strerror(r_ < 0 ? -r_ : 0));                    \
-	} while (0)
 
 /* The file the tests build: 7 MiB + 5000 bytes, holes and all. */
-#define FILE_SIZE (7 * MIB + 5000)
-
-static char tmpdir[PATH_MAX];
-static char img[PATH_MAX];
-
-static void setup(void)
-{
-	tu_mkdtemp(tmpdir, sizeof(tmpdir));
-	tu_path(img, sizeof(img), tmpdir, "fs.img");
-}
-
-static void teardown(void)
-{
-	tu_rmtree(tmpdir);
-}
+#define FILE_SIZE (7 * TU_MIB + 5000)
 
 static void mkfs(uint32_t bs)
 {
 	struct zemu_params p = {
-		.size = 64 * MIB,
-		.zone_size = 4 * MIB,
+		.size = 64 * TU_MIB,
+		.zone_size = 4 * TU_MIB,
 		.block_size = bs,
 	};
 
-	tu_mkfs_image(img, &p);
+	tu_mkfs_image(tu_img, &p);
 }
 
 /* Write the pattern of @seed at [off, off + len) of /f and of @model. */
@@ -62,7 +41,7 @@ static void put(struct zfs *fs, char *model, uint64_t off, size_t len,
 	char *tmp = malloc(ZF_ROUND_UP(len, 8u));
 
 	ck_assert_ptr_nonnull(tmp);
-	OK(tu_write(fs, "/f", off, len, seed));
+	TU_OK(tu_write(fs, "/f", off, len, seed));
 	tu_fill(tmp, ZF_ROUND_UP(len, 8u), off, seed);
 	memcpy(model + off, tmp, len);
 	free(tmp);
@@ -78,12 +57,12 @@ static char *build(struct zfs *fs)
 	char *model = calloc(1, FILE_SIZE);
 
 	ck_assert_ptr_nonnull(model);
-	put(fs, model, 0, 3 * MIB, 1);
-	OK(zfs_sync(fs));
+	put(fs, model, 0, 3 * TU_MIB, 1);
+	TU_OK(zfs_sync(fs));
 	put(fs, model, 3 * 4096 + 512, 10000, 2);
-	put(fs, model, 6 * MIB, MIB + 5000, 3); /* 3..6 MiB is a hole */
-	OK(zfs_sync(fs));
-	put(fs, model, MIB + 4096, 8192, 4); /* staged, not synced */
+	put(fs, model, 6 * TU_MIB, TU_MIB + 5000, 3); /* 3..6 MiB is a hole */
+	TU_OK(zfs_sync(fs));
+	put(fs, model, TU_MIB + 4096, 8192, 4); /* staged, not synced */
 	return model;
 }
 
@@ -110,13 +89,13 @@ static const struct {
 	{ 0, FILE_SIZE },	       /* everything */
 	{ 0, 128 << 10 },	       /* readahead-sized, one extent */
 	{ 8192, 16384 },	       /* over the rewritten block */
-	{ MIB, MIB },		       /* under the staged data */
-	{ 3 * MIB - 4096, 8192 },      /* from data into the hole */
-	{ 4 * MIB, 4096 },	       /* inside the hole */
-	{ 6 * MIB - 4096, 2 * MIB },   /* from the hole to the end */
-	{ 7 * MIB, MIB },	       /* the unaligned end, asked past it */
+	{ TU_MIB, TU_MIB },		       /* under the staged data */
+	{ 3 * TU_MIB - 4096, 8192 },      /* from data into the hole */
+	{ 4 * TU_MIB, 4096 },	       /* inside the hole */
+	{ 6 * TU_MIB - 4096, 2 * TU_MIB },   /* from the hole to the end */
+	{ 7 * TU_MIB, TU_MIB },	       /* the unaligned end, asked past it */
 	{ 3 * 4096 + 100, 10000 },     /* unaligned in the file */
-	{ 2 * MIB + 7, 3 },	       /* a few bytes */
+	{ 2 * TU_MIB + 7, 3 },	       /* a few bytes */
 	{ FILE_SIZE, 4096 },	       /* at the end: nothing */
 };
 
@@ -128,13 +107,13 @@ static void read_all_ways(uint32_t bs)
 	size_t i;
 
 	mkfs(bs);
-	fs = tu_mount(img, false);
+	fs = tu_mount(tu_img, false);
 	model = build(fs);
 	ino = tu_ino(fs, "/f");
 	ck_assert_int_gt(ino, 0);
-	OK(zfs_open(fs, &tu_root_ctx, (uint64_t)ino, O_RDONLY, NULL));
-	direct = zfs_read_buf(fs, FILE_SIZE + MIB);
-	plain = malloc(FILE_SIZE + MIB + 1);
+	TU_OK(zfs_open(fs, &tu_root_ctx, (uint64_t)ino, O_RDONLY, NULL));
+	direct = zfs_read_buf(fs, FILE_SIZE + TU_MIB);
+	plain = malloc(FILE_SIZE + TU_MIB + 1);
 	ck_assert_ptr_nonnull(direct);
 	ck_assert_ptr_nonnull(plain);
 	ck_assert_uint_eq((uintptr_t)direct % zdev_buf_align(fs->dev), 0);
@@ -145,7 +124,7 @@ static void read_all_ways(uint32_t bs)
 		check_read(fs, (uint64_t)ino, plain + 1, model, reads[i].off,
 			   reads[i].len);
 	}
-	OK(zfs_release(fs, (uint64_t)ino, 0));
+	TU_OK(zfs_release(fs, (uint64_t)ino, 0));
 	free(direct);
 	free(plain);
 	free(model);
@@ -175,19 +154,19 @@ START_TEST(test_read_after_remount)
 	size_t i;
 
 	mkfs(4096);
-	fs = tu_mount(img, false);
+	fs = tu_mount(tu_img, false);
 	model = build(fs);
 	tu_unmount(fs);
-	fs = tu_mount(img, true);
+	fs = tu_mount(tu_img, true);
 	ino = tu_ino(fs, "/f");
 	ck_assert_int_gt(ino, 0);
-	OK(zfs_open(fs, &tu_root_ctx, (uint64_t)ino, O_RDONLY, NULL));
-	direct = zfs_read_buf(fs, FILE_SIZE + MIB);
+	TU_OK(zfs_open(fs, &tu_root_ctx, (uint64_t)ino, O_RDONLY, NULL));
+	direct = zfs_read_buf(fs, FILE_SIZE + TU_MIB);
 	ck_assert_ptr_nonnull(direct);
 	for (i = 0; i < ZF_ARRAY_SIZE(reads); i++)
 		check_read(fs, (uint64_t)ino, direct, model, reads[i].off,
 			   reads[i].len);
-	OK(zfs_release(fs, (uint64_t)ino, 0));
+	TU_OK(zfs_release(fs, (uint64_t)ino, 0));
 	free(direct);
 	free(model);
 	tu_unmount(fs);
@@ -202,8 +181,8 @@ START_TEST(test_read_errors)
 	int64_t d;
 
 	mkfs(4096);
-	fs = tu_mount(img, false);
-	OK(tu_mkdir(fs, "/d", 0755));
+	fs = tu_mount(tu_img, false);
+	TU_OK(tu_mkdir(fs, "/d", 0755));
 	d = tu_ino(fs, "/d");
 	buf = zfs_read_buf(fs, 4096);
 	ck_assert_ptr_nonnull(buf);
@@ -217,7 +196,7 @@ END_TEST
 
 static void add(Suite *s, const char *name, const TTest *t)
 {
-	tu_add_case(s, name, t, setup, teardown, 60);
+	tu_add_case(s, name, t, tu_img_setup, tu_img_teardown, 60);
 }
 
 int main(void)

@@ -28,34 +28,18 @@
 #include "zonefuse/crc32c.h"
 #include "zonefuse/util.h"
 
-#define MIB (1ull << 20)
 #define NZONES 48u
-#define OK(expr)                                                              \
-	do {                                                                  \
-		int r_ = (int)(expr);                                         \
-		ck_assert_msg(r_ == 0, "%s: %d (%s)", #expr, r_,              \
-			      strerror(r_ < 0 ? -r_ : 0));                    \
-	} while (0)
-
-static char tmpdir[PATH_MAX];
-static char img[PATH_MAX];
 
 static void setup(void)
 {
 	struct zemu_params p = {
-		.size = NZONES * MIB,
-		.zone_size = MIB,
+		.size = NZONES * TU_MIB,
+		.zone_size = TU_MIB,
 		.block_size = 4096,
 	};
 
-	tu_mkdtemp(tmpdir, sizeof(tmpdir));
-	tu_path(img, sizeof(img), tmpdir, "fs.img");
-	tu_mkfs_image(img, &p);
-}
-
-static void teardown(void)
-{
-	tu_rmtree(tmpdir);
+	tu_img_setup();
+	tu_mkfs_image(tu_img, &p);
 }
 
 /* ---- running fsck ---------------------------------------------------------- */
@@ -94,7 +78,7 @@ struct run {
 static void fsck(bool repair, struct run *r)
 {
 	memset(r, 0, sizeof(*r));
-	r->ret = zfs_fsck(img, repair, say, &r->said, &r->res, r->err,
+	r->ret = zfs_fsck(tu_img, repair, say, &r->said, &r->res, r->err,
 			  sizeof(r->err));
 	printf("fsck%s: %d, %u errors, %u fixed%s%s\n",
 	       repair ? " --repair" : "", r->ret, r->res.errors, r->res.fixed,
@@ -125,9 +109,9 @@ static void detected_and_fixed(const char *needle)
 	ck_assert_uint_eq(r.res.errors, 0);
 	/* And a repaired file system mounts writable and takes changes. */
 	{
-		struct zfs *fs = tu_mount(img, false);
+		struct zfs *fs = tu_mount(tu_img, false);
 
-		OK(tu_mkdir(fs, "/after-repair", 0755));
+		TU_OK(tu_mkdir(fs, "/after-repair", 0755));
 		tu_unmount(fs);
 	}
 	fsck(false, &r);
@@ -137,14 +121,14 @@ static void detected_and_fixed(const char *needle)
 /* A few of everything: /d/f (data, 2 names), /d/sub, /g, /l. */
 static void populate(struct zfs *fs)
 {
-	OK(tu_mkdir(fs, "/d", 0755));
-	OK(tu_mkdir(fs, "/d/sub", 0755));
-	OK(tu_write(fs, "/d/f", 0, 40000, 1));
-	OK(tu_write(fs, "/g", 0, 10000, 2));
-	OK(tu_link(fs, "/d/f", "/d/sub/f2"));
-	OK(tu_symlink(fs, "/l", "d/f"));
-	OK(tu_setxattr(fs, "/g", "user.x", "y", 1));
-	OK(zfs_sync(fs));
+	TU_OK(tu_mkdir(fs, "/d", 0755));
+	TU_OK(tu_mkdir(fs, "/d/sub", 0755));
+	TU_OK(tu_write(fs, "/d/f", 0, 40000, 1));
+	TU_OK(tu_write(fs, "/g", 0, 10000, 2));
+	TU_OK(tu_link(fs, "/d/f", "/d/sub/f2"));
+	TU_OK(tu_symlink(fs, "/l", "d/f"));
+	TU_OK(tu_setxattr(fs, "/g", "user.x", "y", 1));
+	TU_OK(zfs_sync(fs));
 }
 
 /*
@@ -165,7 +149,7 @@ static struct zm_inode *inode_at(struct zfs *fs, const char *path)
 /* Write the in-memory state (with what the test broke) as a snapshot. */
 static void write_broken(struct zfs *fs, bool clean)
 {
-	OK(jrnl_roll(fs->j));
+	TU_OK(jrnl_roll(fs->j));
 	if (clean)
 		tu_unmount(fs);
 	else
@@ -184,7 +168,7 @@ START_TEST(test_clean)
 	ck_assert_uint_eq(r.res.inodes, 1);
 	ck_assert(r.res.clean_tail);
 
-	fs = tu_mount(img, false);
+	fs = tu_mount(tu_img, false);
 	populate(fs);
 	tu_unmount(fs);
 	fsck(false, &r);
@@ -201,9 +185,9 @@ START_TEST(test_clean)
 	ck_assert_uint_eq(r.res.fixed, 0);
 
 	/* After a crash: clean too, and it says the tail was not. */
-	fs = tu_mount(img, false);
-	OK(tu_write(fs, "/h", 0, 5000, 3));
-	OK(zfs_sync(fs));
+	fs = tu_mount(tu_img, false);
+	TU_OK(tu_write(fs, "/h", 0, 5000, 3));
+	TU_OK(zfs_sync(fs));
 	zfs_crash(fs);
 	fsck(false, &r);
 	ck_assert_int_eq(r.ret, ZFS_FSCK_OK);
@@ -217,7 +201,7 @@ END_TEST
 
 static void nlink_case(bool clean)
 {
-	struct zfs *fs = tu_mount(img, false);
+	struct zfs *fs = tu_mount(tu_img, false);
 	struct zm_inode *f, *d;
 	struct stat st;
 
@@ -231,12 +215,12 @@ static void nlink_case(bool clean)
 	write_broken(fs, clean);
 	detected_and_fixed("link count");
 
-	fs = tu_mount(img, true);
-	OK(zfs_getattr(fs, (uint64_t)tu_ino(fs, "/d/f"), &st));
+	fs = tu_mount(tu_img, true);
+	TU_OK(zfs_getattr(fs, (uint64_t)tu_ino(fs, "/d/f"), &st));
 	ck_assert_uint_eq(st.st_nlink, 2);
-	OK(zfs_getattr(fs, (uint64_t)tu_ino(fs, "/d"), &st));
+	TU_OK(zfs_getattr(fs, (uint64_t)tu_ino(fs, "/d"), &st));
 	ck_assert_uint_eq(st.st_nlink, 3);
-	OK(tu_verify(fs, "/d/sub/f2", 0, 40000, 1));
+	TU_OK(tu_verify(fs, "/d/sub/f2", 0, 40000, 1));
 	tu_unmount(fs);
 }
 
@@ -268,7 +252,7 @@ static uint32_t count_entries(struct zfs *fs, const char *path)
 	uint32_t n = 0;
 
 	ck_assert_int_gt(ino, 0);
-	OK(zfs_readdir(fs, (uint64_t)ino, 0, false, count_fill, &n));
+	TU_OK(zfs_readdir(fs, (uint64_t)ino, 0, false, count_fill, &n));
 	return n;
 }
 
@@ -278,7 +262,7 @@ static uint32_t count_entries(struct zfs *fs, const char *path)
  */
 START_TEST(test_unreachable)
 {
-	struct zfs *fs = tu_mount(img, false);
+	struct zfs *fs = tu_mount(tu_img, false);
 	int64_t f, sub, lf, dotdot = 0;
 	struct zm_inode *d;
 	struct stat st;
@@ -286,9 +270,9 @@ START_TEST(test_unreachable)
 	char p[64];
 
 	populate(fs);
-	OK(tu_unlink(fs, "/d/sub/f2"));
-	OK(tu_write(fs, "/d/sub/inner", 0, 3000, 4));
-	OK(zfs_sync(fs));
+	TU_OK(tu_unlink(fs, "/d/sub/f2"));
+	TU_OK(tu_write(fs, "/d/sub/inner", 0, 3000, 4));
+	TU_OK(zfs_sync(fs));
 	f = tu_ino(fs, "/d/f");
 	sub = tu_ino(fs, "/d/sub");
 	d = inode_at(fs, "/d");
@@ -305,23 +289,23 @@ START_TEST(test_unreachable)
 	ck_assert_uint_eq(said_count(&r.said, "1 inodes below it"), 1);
 	detected_and_fixed("reachable");
 
-	fs = tu_mount(img, true);
+	fs = tu_mount(tu_img, true);
 	lf = tu_ino(fs, "/lost+found");
 	ck_assert_int_gt(lf, 0);
 	snprintf(p, sizeof(p), "/lost+found/#%" PRId64, f);
 	ck_assert_int_eq(tu_ino(fs, p), f);
-	OK(tu_verify(fs, p, 0, 40000, 1));
+	TU_OK(tu_verify(fs, p, 0, 40000, 1));
 	snprintf(p, sizeof(p), "/lost+found/#%" PRId64 "/inner", sub);
-	OK(tu_verify(fs, p, 0, 3000, 4));
-	OK(zfs_getattr(fs, (uint64_t)tu_ino(fs, p), &st));
+	TU_OK(tu_verify(fs, p, 0, 3000, 4));
+	TU_OK(zfs_getattr(fs, (uint64_t)tu_ino(fs, p), &st));
 	ck_assert_uint_eq(st.st_nlink, 1); /* not a second name */
 	ck_assert_uint_eq(count_entries(fs, "/lost+found"), 2);
 	snprintf(p, sizeof(p), "/lost+found/#%" PRId64 "/..", sub);
 	dotdot = tu_ino(fs, p);
 	ck_assert_int_eq(dotdot, lf);
-	OK(zfs_getattr(fs, (uint64_t)lf, &st));
+	TU_OK(zfs_getattr(fs, (uint64_t)lf, &st));
 	ck_assert_uint_eq(st.st_nlink, 3);
-	OK(zfs_getattr(fs, (uint64_t)tu_ino(fs, "/d"), &st));
+	TU_OK(zfs_getattr(fs, (uint64_t)tu_ino(fs, "/d"), &st));
 	ck_assert_uint_eq(st.st_nlink, 2);
 	tu_unmount(fs);
 }
@@ -341,33 +325,33 @@ static void log_extent(struct zfs *fs, uint64_t ino, uint64_t foff,
 	};
 
 	pthread_rwlock_wrlock(&fs->meta_lock);
-	OK(zfs_log(fs, ZF_REC_EXTENT, &rec, sizeof(rec)));
+	TU_OK(zfs_log(fs, ZF_REC_EXTENT, &rec, sizeof(rec)));
 	pthread_rwlock_unlock(&fs->meta_lock);
 }
 
 /* An extent naming device space never written: above the write pointer. */
 START_TEST(test_extent_above_wp)
 {
-	struct zfs *fs = tu_mount(img, false);
+	struct zfs *fs = tu_mount(tu_img, false);
 	uint32_t zone = NZONES - 1;
 	int64_t ino;
 
 	populate(fs);
-	OK(tu_write(fs, "/ghost", 0, 4096, 5));
-	OK(zfs_sync(fs));
+	TU_OK(tu_write(fs, "/ghost", 0, 4096, 5));
+	TU_OK(zfs_sync(fs));
 	ino = tu_ino(fs, "/ghost");
 	ck_assert_uint_eq(fs->m.zones[zone].state, ZM_ZONE_FREE);
 	ck_assert_uint_eq(fs->m.zones[zone].wp, fs->m.zones[zone].start);
 	log_extent(fs, (uint64_t)ino, 8192, fs->m.zones[zone].start, 8192,
 		   16384);
-	OK(zfs_sync(fs));
+	TU_OK(zfs_sync(fs));
 	tu_unmount(fs);
 
 	detected_and_fixed("write pointer");
-	fs = tu_mount(img, true);
+	fs = tu_mount(tu_img, true);
 	/* The range reads as a hole; the real data is untouched. */
-	OK(tu_verify(fs, "/ghost", 0, 4096, 5));
-	OK(tu_verify(fs, "/ghost", 8192, 8192, 0));
+	TU_OK(tu_verify(fs, "/ghost", 0, 4096, 5));
+	TU_OK(tu_verify(fs, "/ghost", 8192, 8192, 0));
 	ck_assert_uint_eq(fs->m.zones[zone].valid, 0);
 	tu_unmount(fs);
 }
@@ -390,7 +374,7 @@ static uint32_t zone_of(struct zfs *fs, const char *path, uint32_t k)
  */
 static void failed_zone_case(enum zdev_zone_cond cond, const char *words)
 {
-	struct zfs *fs = tu_mount(img, false);
+	struct zfs *fs = tu_mount(tu_img, false);
 	uint32_t zone;
 	int64_t ino;
 	char want[64];
@@ -398,13 +382,13 @@ static void failed_zone_case(enum zdev_zone_cond cond, const char *words)
 
 	populate(fs);
 	/* 2.5 zones: its middle extent fills a zone of its own. */
-	OK(tu_write(fs, "/big", 0, 5 * MIB / 2, 4));
-	OK(zfs_sync(fs));
+	TU_OK(tu_write(fs, "/big", 0, 5 * TU_MIB / 2, 4));
+	TU_OK(zfs_sync(fs));
 	zone = zone_of(fs, "/big", 1);
 	ino = tu_ino(fs, "/big");
 	ck_assert_uint_ne(zone_of(fs, "/g", 0), zone);
 	ck_assert_uint_ne(zone_of(fs, "/d/f", 0), zone);
-	OK(zemu_set_cond(zfs_dev(fs), zone, cond));
+	TU_OK(zemu_set_cond(zfs_dev(fs), zone, cond));
 	tu_unmount(fs);
 
 	fsck(false, &r);
@@ -421,16 +405,16 @@ static void failed_zone_case(enum zdev_zone_cond cond, const char *words)
 	ck_assert_int_eq(r.ret, ZFS_FSCK_OK);
 	ck_assert_uint_eq(r.res.fixed, 0);
 
-	fs = tu_mount(img, false);
+	fs = tu_mount(tu_img, false);
 	ck_assert_uint_eq(fs->m.zones[zone].state, ZM_ZONE_BAD);
-	OK(tu_verify(fs, "/g", 0, 10000, 2));
+	TU_OK(tu_verify(fs, "/g", 0, 10000, 2));
 	if (cond == ZDEV_COND_READONLY)
-		OK(tu_verify(fs, "/big", 0, 5 * MIB / 2, 4));
+		TU_OK(tu_verify(fs, "/big", 0, 5 * TU_MIB / 2, 4));
 	else
-		ck_assert_int_eq(tu_verify(fs, "/big", 0, 5 * MIB / 2, 4),
+		ck_assert_int_eq(tu_verify(fs, "/big", 0, 5 * TU_MIB / 2, 4),
 				 -EIO);
-	OK(tu_write(fs, "/after", 0, 300000, 5));
-	OK(zfs_sync(fs));
+	TU_OK(tu_write(fs, "/after", 0, 300000, 5));
+	TU_OK(zfs_sync(fs));
 	ck_assert_uint_ne(zone_of(fs, "/after", 0), zone);
 	tu_unmount(fs);
 	fsck(false, &r);
@@ -453,14 +437,14 @@ END_TEST
 /* A directory whose ".." names the wrong directory, or none at all. */
 START_TEST(test_parent_pointer)
 {
-	struct zfs *fs = tu_mount(img, false);
+	struct zfs *fs = tu_mount(tu_img, false);
 	struct zm_inode *c, *e;
 	int64_t a, b;
 
-	OK(tu_mkdir(fs, "/a", 0755));
-	OK(tu_mkdir(fs, "/b", 0755));
-	OK(tu_mkdir(fs, "/a/c", 0755));
-	OK(tu_mkdir(fs, "/b/e", 0755));
+	TU_OK(tu_mkdir(fs, "/a", 0755));
+	TU_OK(tu_mkdir(fs, "/b", 0755));
+	TU_OK(tu_mkdir(fs, "/a/c", 0755));
+	TU_OK(tu_mkdir(fs, "/b/e", 0755));
 	a = tu_ino(fs, "/a");
 	b = tu_ino(fs, "/b");
 	c = inode_at(fs, "/a/c");
@@ -478,7 +462,7 @@ START_TEST(test_parent_pointer)
 		ck_assert_uint_eq(said_count(&r.said, "records parent"), 2);
 	}
 	detected_and_fixed("records parent");
-	fs = tu_mount(img, true);
+	fs = tu_mount(tu_img, true);
 	ck_assert_int_eq(tu_ino(fs, "/a/c/.."), a);
 	ck_assert_int_eq(tu_ino(fs, "/b/e/.."), b);
 	tu_unmount(fs);
@@ -493,7 +477,7 @@ END_TEST
  */
 START_TEST(test_dangling_entry)
 {
-	struct zfs *fs = tu_mount(img, false);
+	struct zfs *fs = tu_mount(tu_img, false);
 	struct zm_inode *f;
 	struct run r;
 	uint64_t ino;
@@ -504,16 +488,16 @@ START_TEST(test_dangling_entry)
 	pthread_rwlock_wrlock(&fs->meta_lock);
 	f->nlink = 1;
 	pthread_rwlock_unlock(&fs->meta_lock);
-	OK(jrnl_roll(fs->j));
-	OK(tu_unlink(fs, "/d/f")); /* the inode goes with it */
+	TU_OK(jrnl_roll(fs->j));
+	TU_OK(tu_unlink(fs, "/d/f")); /* the inode goes with it */
 	ck_assert(tu_wait_freed(fs, ino));
-	OK(zfs_sync(fs));
+	TU_OK(zfs_sync(fs));
 	tu_unmount(fs);
 
 	fsck(false, &r);
 	ck_assert_uint_eq(said_count(&r.said, "which does not exist"), 1);
 	detected_and_fixed("which does not exist");
-	fs = tu_mount(img, true);
+	fs = tu_mount(tu_img, true);
 	ck_assert_int_eq(tu_ino(fs, "/d/sub/f2"), -ENOENT);
 	ck_assert_uint_eq(count_entries(fs, "/d/sub"), 0);
 	tu_unmount(fs);
@@ -523,7 +507,7 @@ END_TEST
 /* A file whose extents reach past its size. */
 START_TEST(test_extent_past_size)
 {
-	struct zfs *fs = tu_mount(img, false);
+	struct zfs *fs = tu_mount(tu_img, false);
 	struct zm_inode *g;
 
 	populate(fs);
@@ -533,8 +517,8 @@ START_TEST(test_extent_past_size)
 	pthread_rwlock_unlock(&fs->meta_lock);
 	write_broken(fs, true);
 	detected_and_fixed("past the file size");
-	fs = tu_mount(img, true);
-	OK(tu_verify(fs, "/g", 0, 96, 2));
+	fs = tu_mount(tu_img, true);
+	TU_OK(tu_verify(fs, "/g", 0, 96, 2));
 	tu_unmount(fs);
 }
 END_TEST
@@ -546,17 +530,17 @@ END_TEST
  */
 START_TEST(test_shared_bytes)
 {
-	struct zfs *fs = tu_mount(img, false);
+	struct zfs *fs = tu_mount(tu_img, false);
 	struct zm_inode *x;
 	int64_t y, z;
 	uint64_t a;
 	struct run r;
 	char yname[32], zname[32];
 
-	OK(tu_write(fs, "/x", 0, 16384, 1));
-	OK(tu_write(fs, "/y", 0, 4096, 2));
-	OK(tu_write(fs, "/z", 0, 4096, 3));
-	OK(zfs_sync(fs));
+	TU_OK(tu_write(fs, "/x", 0, 16384, 1));
+	TU_OK(tu_write(fs, "/y", 0, 4096, 2));
+	TU_OK(tu_write(fs, "/z", 0, 4096, 3));
+	TU_OK(zfs_sync(fs));
 	x = inode_at(fs, "/x");
 	ck_assert_uint_eq(x->f.n_ext, 1);
 	a = x->f.ext[0].addr;
@@ -564,7 +548,7 @@ START_TEST(test_shared_bytes)
 	z = tu_ino(fs, "/z");
 	log_extent(fs, (uint64_t)y, 0, a + 4096, 4096, 4096);
 	log_extent(fs, (uint64_t)z, 0, a + 12288, 4096, 4096);
-	OK(zfs_sync(fs));
+	TU_OK(zfs_sync(fs));
 	tu_unmount(fs);
 
 	snprintf(yname, sizeof(yname), " %" PRId64 " both map", y);
@@ -581,8 +565,8 @@ START_TEST(test_shared_bytes)
 	fsck(false, &r);
 	ck_assert_int_eq(r.ret, ZFS_FSCK_UNFIXED);
 	/* The data is still readable where each file says it is. */
-	fs = tu_mount(img, true);
-	OK(tu_verify(fs, "/x", 0, 16384, 1));
+	fs = tu_mount(tu_img, true);
+	TU_OK(tu_verify(fs, "/x", 0, 16384, 1));
 	tu_unmount(fs);
 }
 END_TEST
@@ -597,12 +581,12 @@ static void refused(int err_want, const char *msg_want, int fsck_want)
 	struct run r;
 	int ret;
 
-	ret = zfs_mount(img, NULL, &fs, err, sizeof(err));
+	ret = zfs_mount(tu_img, NULL, &fs, err, sizeof(err));
 	printf("mount: %d: %s\n", ret, err);
 	ck_assert_msg(ret == err_want, "mount returned %d (%s), not %d", ret,
 		      err, err_want);
 	ck_assert_msg(strstr(err, msg_want), "mount said \"%s\"", err);
-	ck_assert_msg(strstr(err, img), "the message does not name %s", img);
+	ck_assert_msg(strstr(err, tu_img), "the message does not name %s", tu_img);
 	fsck(false, &r);
 	ck_assert_int_eq(r.ret, fsck_want);
 	ck_assert_msg(r.err[0], "fsck gave no reason");
@@ -612,25 +596,25 @@ static void refused(int err_want, const char *msg_want, int fsck_want)
 
 START_TEST(test_foreign)
 {
-	struct zemu_params p = { .size = NZONES * MIB, .zone_size = MIB,
+	struct zemu_params p = { .size = NZONES * TU_MIB, .zone_size = TU_MIB,
 				 .block_size = 4096 };
 	struct zdev *dev;
 	char *buf, err[256];
 	uint32_t z;
 
 	/* A blank device. */
-	unlink(img);
-	tu_make_image(img, &p);
+	unlink(tu_img);
+	tu_make_image(tu_img, &p);
 	refused(-EMEDIUMTYPE, "no zonefuse file system", ZFS_FSCK_OPERROR);
 
 	/* Another user's data in the first zones, through the device. */
-	OK(zdev_open(img, 0, &dev, err, sizeof(err)));
+	TU_OK(zdev_open(tu_img, 0, &dev, err, sizeof(err)));
 	buf = zdev_buf_alloc(dev, 64 << 10);
 	for (z = 0; z < 4; z++) {
 		tu_random(buf, 64 << 10, z);
-		OK(zdev_write(dev, buf, 64 << 10, z * MIB));
+		TU_OK(zdev_write(dev, buf, 64 << 10, z * TU_MIB));
 	}
-	OK(zdev_flush(dev));
+	TU_OK(zdev_flush(dev));
 	zdev_close(dev);
 	free(buf);
 	refused(-EMEDIUMTYPE, "no zonefuse file system", ZFS_FSCK_OPERROR);
@@ -640,8 +624,8 @@ START_TEST(test_foreign)
 		struct zfs_mkfs_opts o = { .reserve_pct = -1 };
 		struct zfs *fs;
 
-		OK(zfs_mkfs(img, &o, NULL, err, sizeof(err)));
-		fs = tu_mount(img, false);
+		TU_OK(zfs_mkfs(tu_img, &o, NULL, err, sizeof(err)));
+		fs = tu_mount(tu_img, false);
 		tu_unmount(fs);
 	}
 }
@@ -651,15 +635,15 @@ END_TEST
 START_TEST(test_foreign_over_fs)
 {
 	char junk[4096];
-	struct zfs *fs = tu_mount(img, true);
+	struct zfs *fs = tu_mount(tu_img, true);
 	uint32_t s0 = le32toh(fs->sb.super_zone[0]);
 	uint32_t s1 = le32toh(fs->sb.super_zone[1]);
 
 	tu_unmount(fs);
 	tu_random(junk, sizeof(junk), 1);
-	tu_image_write(img, s0 * MIB, junk, sizeof(junk));
+	tu_image_write(tu_img, s0 * TU_MIB, junk, sizeof(junk));
 	tu_random(junk, sizeof(junk), 2);
-	tu_image_write(img, s1 * MIB, junk, sizeof(junk));
+	tu_image_write(tu_img, s1 * TU_MIB, junk, sizeof(junk));
 	refused(-EMEDIUMTYPE, "no zonefuse file system", ZFS_FSCK_OPERROR);
 }
 END_TEST
@@ -670,30 +654,30 @@ END_TEST
  */
 START_TEST(test_superblock_crc)
 {
-	struct zfs *fs = tu_mount(img, false);
+	struct zfs *fs = tu_mount(tu_img, false);
 	uint32_t s0 = le32toh(fs->sb.super_zone[0]);
 	uint32_t s1 = le32toh(fs->sb.super_zone[1]);
 	uint64_t label = offsetof(struct zf_super, label);
 	struct run r;
 
 	populate(fs);
-	OK(jrnl_roll(fs->j)); /* anchors in the first super zone */
+	TU_OK(jrnl_roll(fs->j)); /* anchors in the first super zone */
 	tu_unmount(fs);
 
-	tu_image_flip(img, s1 * MIB + label);
-	fs = tu_mount(img, true);
-	OK(tu_verify(fs, "/d/f", 0, 40000, 1));
+	tu_image_flip(tu_img, s1 * TU_MIB + label);
+	fs = tu_mount(tu_img, true);
+	TU_OK(tu_verify(fs, "/d/f", 0, 40000, 1));
 	tu_unmount(fs);
 	fsck(false, &r);
 	ck_assert_int_eq(r.ret, ZFS_FSCK_OK);
-	tu_image_flip(img, s1 * MIB + label);
+	tu_image_flip(tu_img, s1 * TU_MIB + label);
 
-	tu_image_flip(img, s0 * MIB + label);
-	fs = tu_mount(img, true);
-	OK(tu_verify(fs, "/d/f", 0, 40000, 1));
+	tu_image_flip(tu_img, s0 * TU_MIB + label);
+	fs = tu_mount(tu_img, true);
+	TU_OK(tu_verify(fs, "/d/f", 0, 40000, 1));
 	tu_unmount(fs);
 
-	tu_image_flip(img, s1 * MIB + label);
+	tu_image_flip(tu_img, s1 * TU_MIB + label);
 	refused(-EUCLEAN, "CRC", ZFS_FSCK_UNFIXED);
 }
 END_TEST
@@ -701,7 +685,7 @@ END_TEST
 /* An unknown incompatible feature or version: -ENOTSUP, said so. */
 START_TEST(test_superblock_unknown)
 {
-	struct zfs *fs = tu_mount(img, true);
+	struct zfs *fs = tu_mount(tu_img, true);
 	uint32_t sz[2] = { le32toh(fs->sb.super_zone[0]),
 			   le32toh(fs->sb.super_zone[1]) };
 	struct zf_super sb;
@@ -709,11 +693,11 @@ START_TEST(test_superblock_unknown)
 
 	tu_unmount(fs);
 	for (i = 0; i < 2; i++) {
-		tu_image_read(img, sz[i] * MIB, &sb, sizeof(sb));
+		tu_image_read(tu_img, sz[i] * TU_MIB, &sb, sizeof(sb));
 		sb.feat_incompat = htole64(1ull << 40);
 		sb.crc = 0;
 		sb.crc = htole32(crc32c(0, &sb, sizeof(sb)));
-		tu_image_write(img, sz[i] * MIB, &sb, sizeof(sb));
+		tu_image_write(tu_img, sz[i] * TU_MIB, &sb, sizeof(sb));
 	}
 	refused(-ENOTSUP, "not supported", ZFS_FSCK_OPERROR);
 }
@@ -726,7 +710,7 @@ struct span {
 
 static uint32_t chain_spans(struct span *sp, uint32_t max)
 {
-	struct zfs *fs = tu_mount(img, true);
+	struct zfs *fs = tu_mount(tu_img, true);
 	uint32_t zones[64], n, i;
 
 	n = jrnl_chain(fs->j, zones, ZF_MIN(max, 64u));
@@ -740,7 +724,7 @@ static uint32_t chain_spans(struct span *sp, uint32_t max)
 
 START_TEST(test_journal_junk)
 {
-	struct zfs *fs = tu_mount(img, false);
+	struct zfs *fs = tu_mount(tu_img, false);
 	struct span sp[8];
 	uint32_t s0, s1, n, i;
 	char *junk;
@@ -751,20 +735,20 @@ START_TEST(test_journal_junk)
 	tu_unmount(fs);
 	n = chain_spans(sp, ZF_ARRAY_SIZE(sp));
 	ck_assert_uint_ge(n, 1);
-	junk = malloc(MIB);
+	junk = malloc(TU_MIB);
 	ck_assert_ptr_nonnull(junk);
 
 	/* Junk over the chain's zone header and snapshot: unmountable. */
 	for (i = 0; i < n; i++) {
-		tu_random(junk, MIB, i);
-		tu_image_write(img, sp[i].start, junk, sp[i].end - sp[i].start);
+		tu_random(junk, TU_MIB, i);
+		tu_image_write(tu_img, sp[i].start, junk, sp[i].end - sp[i].start);
 	}
 	refused(-EUCLEAN, "snapshot", ZFS_FSCK_UNFIXED);
 
 	/* Junk over the anchors of both super zones (superblocks intact). */
-	tu_random(junk, MIB, 99);
-	tu_image_write(img, s0 * MIB + 4096, junk, MIB - 4096);
-	tu_image_write(img, s1 * MIB + 4096, junk, MIB - 4096);
+	tu_random(junk, TU_MIB, 99);
+	tu_image_write(tu_img, s0 * TU_MIB + 4096, junk, TU_MIB - 4096);
+	tu_image_write(tu_img, s1 * TU_MIB + 4096, junk, TU_MIB - 4096);
 	refused(-EUCLEAN, "anchor", ZFS_FSCK_UNFIXED);
 	free(junk);
 }
@@ -772,15 +756,15 @@ END_TEST
 
 START_TEST(test_truncated)
 {
-	struct zfs *fs = tu_mount(img, false);
+	struct zfs *fs = tu_mount(tu_img, false);
 
 	populate(fs);
 	tu_unmount(fs);
-	ck_assert_int_eq(truncate(img, (off_t)(NZONES / 2 * MIB)), 0);
+	ck_assert_int_eq(truncate(tu_img, (off_t)(NZONES / 2 * TU_MIB)), 0);
 	refused(-EUCLEAN, "truncated", ZFS_FSCK_UNFIXED);
-	ck_assert_int_eq(truncate(img, 100), 0);
+	ck_assert_int_eq(truncate(tu_img, 100), 0);
 	refused(-EMEDIUMTYPE, "too small", ZFS_FSCK_OPERROR);
-	ck_assert_int_eq(truncate(img, 0), 0);
+	ck_assert_int_eq(truncate(tu_img, 0), 0);
 	refused(-EMEDIUMTYPE, "too small", ZFS_FSCK_OPERROR);
 }
 END_TEST
@@ -807,7 +791,7 @@ static uint32_t find_records(const struct span *sp, uint32_t nsp,
 		while (pos + sizeof(struct zf_rec_hdr) <= sp[i].end && n < max) {
 			struct zf_rec_hdr h;
 
-			tu_image_read(img, pos, &h, sizeof(h));
+			tu_image_read(tu_img, pos, &h, sizeof(h));
 			if (!h.crc && !h.type && !h.len) {
 				pos = ZF_ROUND_UP(pos + 1, 4096);
 				continue;
@@ -825,19 +809,19 @@ static uint32_t find_records(const struct span *sp, uint32_t nsp,
 static void reseal(uint64_t off)
 {
 	struct zf_rec_hdr h;
-	uint64_t room = NZONES * MIB - off - sizeof(h);
+	uint64_t room = NZONES * TU_MIB - off - sizeof(h);
 	uint32_t len;
 	char *b;
 
-	tu_image_read(img, off, &h, sizeof(h));
+	tu_image_read(tu_img, off, &h, sizeof(h));
 	len = (uint32_t)ZF_MIN((uint64_t)le32toh(h.len),
 			       ZF_MIN(room, (uint64_t)ZF_REC_MAX));
 	b = malloc(sizeof(h) + len);
 	ck_assert_ptr_nonnull(b);
-	tu_image_read(img, off, b, sizeof(h) + len);
+	tu_image_read(tu_img, off, b, sizeof(h) + len);
 	memset(b, 0, sizeof(h.crc));
 	h.crc = htole32(crc32c(0, b, sizeof(h) + len));
-	tu_image_write(img, off, &h.crc, sizeof(h.crc));
+	tu_image_write(tu_img, off, &h.crc, sizeof(h.crc));
 	free(b);
 }
 
@@ -877,7 +861,7 @@ static void walk(struct zfs *fs, uint64_t ino, unsigned int depth)
 	    !zfs_open(fs, &tu_root_ctx, ino, O_RDONLY, NULL)) {
 		off_t off;
 
-		for (off = 0; off < st.st_size && off < (off_t)MIB;
+		for (off = 0; off < st.st_size && off < (off_t)TU_MIB;
 		     off += (off_t)sizeof(buf))
 			if (zfs_read(fs, ino, buf, sizeof(buf), off) <= 0)
 				break;
@@ -917,21 +901,21 @@ START_TEST(test_fuzz_records)
 	uint64_t rnd = 12345;
 
 	ck_assert_ptr_nonnull(recs);
-	fs = tu_mount(img, false);
+	fs = tu_mount(tu_img, false);
 	populate(fs);
-	OK(jrnl_roll(fs->j)); /* a snapshot with all of it, then a log */
-	OK(tu_rename(fs, "/g", "/d/sub/g", 0));
-	OK(tu_truncate(fs, "/d/f", 5000));
-	OK(tu_write(fs, "/d/new", 0, 9000, 6));
-	OK(tu_setxattr(fs, "/d/new", "user.n", "v", 1));
-	OK(tu_unlink(fs, "/l"));
-	OK(zfs_sync(fs));
+	TU_OK(jrnl_roll(fs->j)); /* a snapshot with all of it, then a log */
+	TU_OK(tu_rename(fs, "/g", "/d/sub/g", 0));
+	TU_OK(tu_truncate(fs, "/d/f", 5000));
+	TU_OK(tu_write(fs, "/d/new", 0, 9000, 6));
+	TU_OK(tu_setxattr(fs, "/d/new", "user.n", "v", 1));
+	TU_OK(tu_unlink(fs, "/l"));
+	TU_OK(zfs_sync(fs));
 	zfs_crash(fs);
 	nsp = chain_spans(sp, ZF_ARRAY_SIZE(sp));
 	n = find_records(sp, nsp, recs, 4096);
 	ck_assert_uint_ge(n, 10);
-	tu_path(base, sizeof(base), tmpdir, "base.img");
-	tu_copy_file(img, base);
+	tu_path(base, sizeof(base), tu_dir, "base.img");
+	tu_copy_file(tu_img, base);
 
 	for (it = 0; it < 150; it++) {
 		struct rec_at *rc;
@@ -939,7 +923,7 @@ START_TEST(test_fuzz_records)
 		char err[512];
 		int ret;
 
-		tu_copy_file(base, img);
+		tu_copy_file(base, tu_img);
 		rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
 		rc = &recs[(rnd >> 33) % n];
 		flips = 1 + (uint32_t)((rnd >> 20) % 4);
@@ -960,11 +944,11 @@ START_TEST(test_fuzz_records)
 				     (rc->len ? at % rc->len : 0);
 			if (at >= span)
 				continue;
-			tu_image_read(img, rc->off + at, &c, 1);
+			tu_image_read(tu_img, rc->off + at, &c, 1);
 			c ^= (unsigned char)(1u << ((rnd >> 10) % 8));
 			if ((rnd >> 40) % 4 == 0)
 				c = (unsigned char)(rnd >> 48);
-			tu_image_write(img, rc->off + at, &c, 1);
+			tu_image_write(tu_img, rc->off + at, &c, 1);
 			printf(" +%" PRIu64 "=0x%02x", at, c);
 		}
 		printf("\n");
@@ -972,7 +956,7 @@ START_TEST(test_fuzz_records)
 		reseal(rc->off);
 
 		fs = NULL;
-		ret = zfs_mount(img, &(struct zfs_opts){ .rdonly = true }, &fs,
+		ret = zfs_mount(tu_img, &(struct zfs_opts){ .rdonly = true }, &fs,
 				err, sizeof(err));
 		if (ret) {
 			ck_assert_msg(ret == -EUCLEAN || ret == -EINVAL ||
@@ -1006,20 +990,20 @@ END_TEST
  */
 START_TEST(test_readdir_dangling_parent)
 {
-	struct zfs *fs = tu_mount(img, false);
+	struct zfs *fs = tu_mount(tu_img, false);
 	struct zm_inode *c;
 	int64_t ino;
 	uint32_t n;
 
-	OK(tu_mkdir(fs, "/a", 0755));
-	OK(tu_mkdir(fs, "/a/c", 0755));
+	TU_OK(tu_mkdir(fs, "/a", 0755));
+	TU_OK(tu_mkdir(fs, "/a/c", 0755));
 	c = inode_at(fs, "/a/c");
 	pthread_rwlock_wrlock(&fs->meta_lock);
 	c->parent = 999999;
 	pthread_rwlock_unlock(&fs->meta_lock);
 	write_broken(fs, true);
 
-	fs = tu_mount(img, true);
+	fs = tu_mount(tu_img, true);
 	ino = tu_ino(fs, "/a/c");
 	ck_assert_int_gt(ino, 0);
 	n = count_entries(fs, "/a/c"); /* crashes here */
@@ -1032,7 +1016,7 @@ END_TEST
 
 static void add(Suite *s, const char *name, const TTest *t)
 {
-	tu_add_case(s, name, t, setup, teardown, 60);
+	tu_add_case(s, name, t, setup, tu_img_teardown, 60);
 }
 
 static Suite *fsck_suite(void)

@@ -29,45 +29,24 @@
 #include "zfs_i.h"
 #include "zonefuse/util.h"
 
-#define MIB (1ull << 20)
-#define OK(expr)                                                              \
-	do {                                                                  \
-		int r_ = (int)(expr);                                         \
-		ck_assert_msg(r_ == 0, "%s: %d (%s)", #expr, r_,              \
-			      strerror(r_ < 0 ? -r_ : 0));                    \
-	} while (0)
-
-static char tmpdir[PATH_MAX];
-static char img[PATH_MAX];
 
 /* 1 MiB zones, the smallest mkfs takes: snapshots soon need several. */
 static struct zemu_params geom(uint32_t zones)
 {
 	struct zemu_params p = {
-		.size = zones * MIB,
-		.zone_size = MIB,
+		.size = zones * TU_MIB,
+		.zone_size = TU_MIB,
 		.block_size = 4096,
 	};
 
 	return p;
 }
 
-static void setup(void)
-{
-	tu_mkdtemp(tmpdir, sizeof(tmpdir));
-	tu_path(img, sizeof(img), tmpdir, "fs.img");
-}
-
-static void teardown(void)
-{
-	tu_rmtree(tmpdir);
-}
-
 static void mkfs(uint32_t zones)
 {
 	struct zemu_params p = geom(zones);
 
-	tu_mkfs_image(img, &p);
+	tu_mkfs_image(tu_img, &p);
 }
 
 /* The journal's tail: the chain's last zone and its write pointer. */
@@ -121,42 +100,42 @@ START_TEST(test_persist)
 	int64_t ino;
 
 	mkfs(48);
-	fs = tu_mount(img, false);
-	OK(tu_mkdir(fs, "/d", 0750));
-	OK(tu_mkdir(fs, "/d/e", 0755));
-	OK(tu_write(fs, "/d/f", 0, 300000, 1));
-	OK(tu_write(fs, "/big", 0, 3 * MIB + 12345, 2)); /* spans zones */
-	OK(tu_write(fs, "/small", 0, 5, 3));
-	OK(tu_write(fs, "/sparse", 5 * MIB, 4096, 4));
-	OK(tu_symlink(fs, "/d/s", "f"));
-	OK(tu_link(fs, "/d/f", "/hard"));
-	OK(tu_rename(fs, "/small", "/d/e/moved", 0));
-	OK(tu_setxattr(fs, "/d/f", "user.a", "alpha", 5));
+	fs = tu_mount(tu_img, false);
+	TU_OK(tu_mkdir(fs, "/d", 0750));
+	TU_OK(tu_mkdir(fs, "/d/e", 0755));
+	TU_OK(tu_write(fs, "/d/f", 0, 300000, 1));
+	TU_OK(tu_write(fs, "/big", 0, 3 * TU_MIB + 12345, 2)); /* spans zones */
+	TU_OK(tu_write(fs, "/small", 0, 5, 3));
+	TU_OK(tu_write(fs, "/sparse", 5 * TU_MIB, 4096, 4));
+	TU_OK(tu_symlink(fs, "/d/s", "f"));
+	TU_OK(tu_link(fs, "/d/f", "/hard"));
+	TU_OK(tu_rename(fs, "/small", "/d/e/moved", 0));
+	TU_OK(tu_setxattr(fs, "/d/f", "user.a", "alpha", 5));
 	tu_random(big, sizeof(big), 9);
-	OK(tu_setxattr(fs, "/d/f", "user.big", big, sizeof(big)));
-	OK(tu_setxattr(fs, "/d", "user.dir", "", 0));
-	OK(tu_chmod(fs, "/d/f", 0600));
-	OK(tu_truncate(fs, "/big", 2 * MIB + 1234));
-	OK(zfs_mknod(fs, &tu_root_ctx, ZF_ROOT_INO, "fifo", S_IFIFO | 0600, 0,
+	TU_OK(tu_setxattr(fs, "/d/f", "user.big", big, sizeof(big)));
+	TU_OK(tu_setxattr(fs, "/d", "user.dir", "", 0));
+	TU_OK(tu_chmod(fs, "/d/f", 0600));
+	TU_OK(tu_truncate(fs, "/big", 2 * TU_MIB + 1234));
+	TU_OK(zfs_mknod(fs, &tu_root_ctx, ZF_ROOT_INO, "fifo", S_IFIFO | 0600, 0,
 		     &st));
 	zfs_forget(fs, (uint64_t)st.st_ino, 1);
 	d1 = tu_digest(fs);
 	tu_unmount(fs);
 
-	fs = tu_mount(img, false);
+	fs = tu_mount(tu_img, false);
 	ck_assert(fs->replay.clean);
 	d2 = tu_digest(fs);
 	digest_eq(d2, d1, "after a clean unmount");
-	OK(tu_verify(fs, "/d/f", 0, 300000, 1));
-	OK(tu_verify(fs, "/hard", 0, 300000, 1));
-	OK(tu_verify(fs, "/big", 0, 2 * MIB + 1234, 2));
-	OK(tu_verify(fs, "/d/e/moved", 0, 5, 3));
-	OK(tu_verify(fs, "/sparse", 0, 5 * MIB, 0));
-	OK(tu_verify(fs, "/sparse", 5 * MIB, 4096, 4));
+	TU_OK(tu_verify(fs, "/d/f", 0, 300000, 1));
+	TU_OK(tu_verify(fs, "/hard", 0, 300000, 1));
+	TU_OK(tu_verify(fs, "/big", 0, 2 * TU_MIB + 1234, 2));
+	TU_OK(tu_verify(fs, "/d/e/moved", 0, 5, 3));
+	TU_OK(tu_verify(fs, "/sparse", 0, 5 * TU_MIB, 0));
+	TU_OK(tu_verify(fs, "/sparse", 5 * TU_MIB, 4096, 4));
 	ck_assert_int_eq(tu_ino(fs, "/small"), -ENOENT);
 	ino = tu_ino(fs, "/d/f");
 	ck_assert_int_gt(ino, 0);
-	OK(zfs_getattr(fs, (uint64_t)ino, &st));
+	TU_OK(zfs_getattr(fs, (uint64_t)ino, &st));
 	ck_assert_uint_eq(st.st_mode, S_IFREG | 0600);
 	ck_assert_uint_eq(st.st_nlink, 2);
 	ck_assert_int_eq(st.st_size, 300000);
@@ -175,12 +154,12 @@ START_TEST(test_persist)
 	tu_unmount(fs);
 
 	/* Read-only, it is the same again (no roll, no record written). */
-	fs = tu_mount(img, true);
+	fs = tu_mount(tu_img, true);
 	free(d2);
 	d2 = tu_digest(fs);
 	digest_eq(d2, d1, "read-only");
 	tu_unmount(fs);
-	fsck_ok(img);
+	fsck_ok(tu_img);
 	free(d1);
 	free(d2);
 }
@@ -190,24 +169,24 @@ END_TEST
 
 static void changes_a(struct zfs *fs)
 {
-	OK(tu_mkdir(fs, "/a", 0755));
-	OK(tu_write(fs, "/a/f", 0, 50000, 1));
-	OK(tu_setxattr(fs, "/a/f", "user.x", "1", 1));
+	TU_OK(tu_mkdir(fs, "/a", 0755));
+	TU_OK(tu_write(fs, "/a/f", 0, 50000, 1));
+	TU_OK(tu_setxattr(fs, "/a/f", "user.x", "1", 1));
 }
 
 static void changes_b(struct zfs *fs)
 {
-	OK(tu_mkdir(fs, "/b", 0755));
-	OK(tu_write(fs, "/b/g", 0, 20000, 2));
-	OK(tu_rename(fs, "/a/f", "/b/f", 0));
-	OK(tu_truncate(fs, "/b/f", 1000));
+	TU_OK(tu_mkdir(fs, "/b", 0755));
+	TU_OK(tu_write(fs, "/b/g", 0, 20000, 2));
+	TU_OK(tu_rename(fs, "/a/f", "/b/f", 0));
+	TU_OK(tu_truncate(fs, "/b/f", 1000));
 }
 
 static void changes_c(struct zfs *fs)
 {
-	OK(tu_mkdir(fs, "/c", 0755));
-	OK(tu_symlink(fs, "/c/s", "../b/g"));
-	OK(tu_removexattr(fs, "/b/f", "user.x"));
+	TU_OK(tu_mkdir(fs, "/c", 0755));
+	TU_OK(tu_symlink(fs, "/c/s", "../b/g"));
+	TU_OK(tu_removexattr(fs, "/b/f", "user.x"));
 }
 
 /* Records appended but never committed are gone after a crash. */
@@ -217,34 +196,34 @@ START_TEST(test_torn_uncommitted)
 	struct zfs *fs;
 
 	mkfs(48);
-	fs = tu_mount(img, false);
+	fs = tu_mount(tu_img, false);
 	changes_a(fs);
-	OK(zfs_sync(fs));
+	TU_OK(zfs_sync(fs));
 	da = tu_digest(fs);
 	changes_b(fs);
 	ck_assert_uint_gt(jrnl_last_seq(fs->j), jrnl_durable_seq(fs->j));
 	zfs_crash(fs);
 
-	fs = tu_mount(img, true);
+	fs = tu_mount(tu_img, true);
 	ck_assert(!fs->replay.clean);
 	d = tu_digest(fs);
 	digest_eq(d, da, "after a crash before the commit");
 	free(d);
 	tu_unmount(fs);
-	fsck_ok(img);
+	fsck_ok(tu_img);
 
 	/* A writable mount starts a new chain; the file system goes on. */
-	fs = tu_mount(img, false);
-	OK(tu_mkdir(fs, "/c", 0755));
-	OK(tu_symlink(fs, "/c/s", "../a/f"));
+	fs = tu_mount(tu_img, false);
+	TU_OK(tu_mkdir(fs, "/c", 0755));
+	TU_OK(tu_symlink(fs, "/c/s", "../a/f"));
 	tu_unmount(fs);
-	fs = tu_mount(img, true);
+	fs = tu_mount(tu_img, true);
 	ck_assert(fs->replay.clean);
 	ck_assert_int_gt(tu_ino(fs, "/c/s"), 0);
 	ck_assert_int_eq(tu_ino(fs, "/b"), -ENOENT);
-	OK(tu_verify(fs, "/a/f", 0, 50000, 1));
+	TU_OK(tu_verify(fs, "/a/f", 0, 50000, 1));
 	tu_unmount(fs);
-	fsck_ok(img);
+	fsck_ok(tu_img);
 	free(da);
 }
 END_TEST
@@ -262,18 +241,18 @@ START_TEST(test_torn_garbage)
 	struct zfs *fs;
 
 	mkfs(48);
-	fs = tu_mount(img, false);
+	fs = tu_mount(tu_img, false);
 	changes_a(fs);
-	OK(zfs_sync(fs));
+	TU_OK(zfs_sync(fs));
 	da = tu_digest(fs);
 	jtail(fs, &z1, &wp1);
 	for (i = 0; i < 60; i++) {
 		char p[64];
 
 		snprintf(p, sizeof(p), "/dir-%02u-with-a-long-name-to-fill", i);
-		OK(tu_mkdir(fs, p, 0755));
+		TU_OK(tu_mkdir(fs, p, 0755));
 	}
-	OK(zfs_sync(fs));
+	TU_OK(zfs_sync(fs));
 	jtail(fs, &z2, &wp2);
 	ck_assert_uint_eq(z1, z2);
 	ck_assert_uint_ge(wp2 - wp1, 2 * 4096); /* a commit of 2+ blocks */
@@ -281,8 +260,8 @@ START_TEST(test_torn_garbage)
 
 	/* Garbage over the commit's last block: a torn write. */
 	tu_random(junk, sizeof(junk), 42);
-	tu_image_write(img, wp2 - 4096, junk, 4096);
-	fs = tu_mount(img, true);
+	tu_image_write(tu_img, wp2 - 4096, junk, 4096);
+	fs = tu_mount(tu_img, true);
 	ck_assert(!fs->replay.clean);
 	for (i = 0; i < 60; i++) {
 		char p[64];
@@ -297,32 +276,32 @@ START_TEST(test_torn_garbage)
 	}
 	ck_assert_uint_gt(kept, 0);
 	ck_assert_uint_lt(kept, 60);
-	OK(tu_verify(fs, "/a/f", 0, 50000, 1));
+	TU_OK(tu_verify(fs, "/a/f", 0, 50000, 1));
 	tu_unmount(fs);
-	fsck_ok(img);
+	fsck_ok(tu_img);
 
 	/* Garbage over all of it: the state before it. */
 	for (i = 0; wp1 + i * sizeof(junk) < wp2; i++)
-		tu_image_write(img, wp1 + i * sizeof(junk), junk,
+		tu_image_write(tu_img, wp1 + i * sizeof(junk), junk,
 			       (size_t)ZF_MIN((uint64_t)sizeof(junk),
 					      wp2 - wp1 - i * sizeof(junk)));
-	fs = tu_mount(img, true);
+	fs = tu_mount(tu_img, true);
 	d = tu_digest(fs);
 	digest_eq(d, da, "garbage over the last commit");
 	free(d);
 	tu_unmount(fs);
 
 	/* Mounted writable, it carries on past the garbage. */
-	fs = tu_mount(img, false);
-	OK(tu_mkdir(fs, "/after", 0755));
+	fs = tu_mount(tu_img, false);
+	TU_OK(tu_mkdir(fs, "/after", 0755));
 	tu_unmount(fs);
-	fs = tu_mount(img, true);
+	fs = tu_mount(tu_img, true);
 	ck_assert(fs->replay.clean);
 	ck_assert_int_gt(tu_ino(fs, "/after"), 0);
 	ck_assert_int_eq(tu_ino(fs, "/dir-00-with-a-long-name-to-fill"),
 			 -ENOENT);
 	tu_unmount(fs);
-	fsck_ok(img);
+	fsck_ok(tu_img);
 	free(da);
 }
 END_TEST
@@ -340,16 +319,16 @@ START_TEST(test_corrupt_middle)
 	struct zfs *fs;
 
 	mkfs(48);
-	fs = tu_mount(img, false);
+	fs = tu_mount(tu_img, false);
 	changes_a(fs);
-	OK(zfs_sync(fs));
+	TU_OK(zfs_sync(fs));
 	da = tu_digest(fs);
 	jtail(fs, &z1, &wp1);
 	changes_b(fs);
-	OK(zfs_sync(fs));
+	TU_OK(zfs_sync(fs));
 	jtail(fs, &z2, &wp2);
 	changes_c(fs);
-	OK(zfs_sync(fs));
+	TU_OK(zfs_sync(fs));
 	jtail(fs, &z3, &wp3);
 	last = jrnl_durable_seq(fs->j);
 	ck_assert(z1 == z2 && z2 == z3);
@@ -357,8 +336,8 @@ START_TEST(test_corrupt_middle)
 	zfs_crash(fs);
 
 	/* A byte in the payload of the first record of commit B. */
-	tu_image_flip(img, wp1 + sizeof(struct zf_rec_hdr) + 3);
-	fs = tu_mount(img, true);
+	tu_image_flip(tu_img, wp1 + sizeof(struct zf_rec_hdr) + 3);
+	fs = tu_mount(tu_img, true);
 	ck_assert_msg(strstr(fs->replay.stop, "CRC"), "replay stopped: %s",
 		      fs->replay.stop);
 	ck_assert_uint_lt(fs->replay.last_seq, last);
@@ -373,17 +352,17 @@ START_TEST(test_corrupt_middle)
 	ck_assert_int_eq(tu_ino(fs, "/b"), -ENOENT);
 	free(d);
 	tu_unmount(fs);
-	fsck_damaged(img);
+	fsck_damaged(tu_img);
 
 	/* The same with the header's seq damaged instead (CRC still fails). */
-	tu_image_flip(img, wp1 + sizeof(struct zf_rec_hdr) + 3);
-	tu_image_flip(img, wp2 + offsetof(struct zf_rec_hdr, seq));
-	fs = tu_mount(img, true);
+	tu_image_flip(tu_img, wp1 + sizeof(struct zf_rec_hdr) + 3);
+	tu_image_flip(tu_img, wp2 + offsetof(struct zf_rec_hdr, seq));
+	fs = tu_mount(tu_img, true);
 	ck_assert_int_gt(tu_ino(fs, "/b/g"), 0);
 	ck_assert_int_eq(tu_ino(fs, "/c"), -ENOENT);
 	ck_assert(fs->replay.damaged);
 	tu_unmount(fs);
-	fsck_damaged(img);
+	fsck_damaged(tu_img);
 	free(da);
 }
 END_TEST
@@ -406,7 +385,7 @@ static uint32_t count_entries(struct zfs *fs, const char *path)
 	uint32_t n = 0;
 
 	ck_assert_int_gt(ino, 0);
-	OK(zfs_readdir(fs, (uint64_t)ino, 0, false, count_fill, &n));
+	TU_OK(zfs_readdir(fs, (uint64_t)ino, 0, false, count_fill, &n));
 	return n;
 }
 
@@ -439,19 +418,19 @@ START_TEST(test_snapshot_multizone)
 	uint32_t i;
 
 	mkfs(96);
-	fs = tu_mount(img, false);
-	OK(tu_mkdir(fs, "/many", 0755));
+	fs = tu_mount(tu_img, false);
+	TU_OK(tu_mkdir(fs, "/many", 0755));
 	dir = tu_ino(fs, "/many");
 	for (i = 0; i < NFILES; i++) {
 		char p[128];
 		struct stat st;
 
 		name_of(p, sizeof(p), i);
-		OK(zfs_mknod(fs, &tu_root_ctx, (uint64_t)dir,
+		TU_OK(zfs_mknod(fs, &tu_root_ctx, (uint64_t)dir,
 			     strrchr(p, '/') + 1, S_IFREG | 0644, 0, &st));
 		zfs_forget(fs, (uint64_t)st.st_ino, 1);
 		if (i % 1000 == 999)
-			OK(zfs_sync(fs));
+			TU_OK(zfs_sync(fs));
 	}
 	/* The log alone has outgrown a zone: NEXT records link the chain. */
 	jrnl_get_stats(fs->j, &js);
@@ -459,41 +438,41 @@ START_TEST(test_snapshot_multizone)
 	zfs_crash(fs);
 
 	/* Replay of a log spanning zones, after a crash. */
-	fs = tu_mount(img, true);
+	fs = tu_mount(tu_img, true);
 	ck_assert_uint_ge(fs->replay.chain_zones, 2);
 	ck_assert_uint_ge(fs->replay.log_records, NFILES);
 	many_there(fs);
 	tu_unmount(fs);
 
 	/* The recovery snapshot spans zones too; roll once more on purpose. */
-	fs = tu_mount(img, false);
+	fs = tu_mount(tu_img, false);
 	jrnl_get_stats(fs->j, &js);
 	ck_assert_uint_ge(js.rolls, 1);
 	ck_assert_uint_ge(js.chain_zones, 2);
-	ck_assert_uint_gt(js.snap_bytes, MIB);
-	OK(jrnl_roll(fs->j));
+	ck_assert_uint_gt(js.snap_bytes, TU_MIB);
+	TU_OK(jrnl_roll(fs->j));
 	jrnl_get_stats(fs->j, &js);
 	ck_assert_uint_ge(js.chain_zones, 2);
-	ck_assert_uint_gt(js.snap_bytes, MIB);
+	ck_assert_uint_gt(js.snap_bytes, TU_MIB);
 	tu_unmount(fs);
 
-	fs = tu_mount(img, true);
+	fs = tu_mount(tu_img, true);
 	ck_assert_uint_ge(fs->replay.chain_zones, 2);
-	ck_assert_uint_gt(fs->replay.snap_bytes, MIB);
+	ck_assert_uint_gt(fs->replay.snap_bytes, TU_MIB);
 	ck_assert_uint_lt(fs->replay.log_records, 10);
 	many_there(fs);
 	tu_unmount(fs);
 
 	/* And a crash right after a multi-zone roll replays it. */
-	fs = tu_mount(img, false);
-	OK(tu_unlink(fs, "/many/entry-00000-with-padding-to-forty-b"));
-	OK(jrnl_roll(fs->j));
+	fs = tu_mount(tu_img, false);
+	TU_OK(tu_unlink(fs, "/many/entry-00000-with-padding-to-forty-b"));
+	TU_OK(jrnl_roll(fs->j));
 	zfs_crash(fs);
-	fs = tu_mount(img, true);
+	fs = tu_mount(tu_img, true);
 	ck_assert_uint_ge(fs->replay.chain_zones, 2);
 	ck_assert_uint_eq(count_entries(fs, "/many"), NFILES - 1);
 	tu_unmount(fs);
-	fsck_ok(img);
+	fsck_ok(tu_img);
 }
 END_TEST
 
@@ -512,9 +491,9 @@ START_TEST(test_roll_many)
 	char v[32];
 
 	mkfs(32);
-	fs = tu_mount(img, false);
-	OK(tu_write(fs, "/f", 0, 10000, 1));
-	OK(zfs_sync(fs));
+	fs = tu_mount(tu_img, false);
+	TU_OK(tu_write(fs, "/f", 0, 10000, 1));
+	TU_OK(zfs_sync(fs));
 	per = le32toh(fs->sb.anchors_per_zone);
 	ck_assert_uint_lt(per, NROLLS / 4); /* the test must wrap */
 	jrnl_get_stats(fs->j, &js);
@@ -532,12 +511,12 @@ START_TEST(test_roll_many)
 		uint32_t k;
 
 		snprintf(v, sizeof(v), "%u", i);
-		OK(tu_setxattr(fs, "/f", "user.i", v, strlen(v)));
-		OK(zfs_sync(fs));
-		OK(jrnl_roll(fs->j));
+		TU_OK(tu_setxattr(fs, "/f", "user.i", v, strlen(v)));
+		TU_OK(zfs_sync(fs));
+		TU_OK(jrnl_roll(fs->j));
 		ck_assert_int_ge(zfs_reclaim_now(fs), 0);
 
-		OK(zfs_get_stats(fs, &st));
+		TU_OK(zfs_get_stats(fs, &st));
 		jrnl_get_stats(fs->j, &js);
 		/* One chain zone at a time: nothing piles up. */
 		ck_assert_uint_eq(js.chain_zones, 1);
@@ -559,15 +538,15 @@ START_TEST(test_roll_many)
 	ck_assert_uint_ge(full_count[0] + full_count[1], NROLLS / per - 1);
 	tu_unmount(fs);
 
-	fs = tu_mount(img, false);
+	fs = tu_mount(tu_img, false);
 	ck_assert_uint_ge(fs->replay.anchor_seq, anchor0 + NROLLS);
 	ck_assert_int_eq(zfs_getxattr(fs, (uint64_t)tu_ino(fs, "/f"), "user.i",
 				      v, sizeof(v)),
 			 (ssize_t)strlen("2999"));
 	ck_assert_int_eq(memcmp(v, "2999", 4), 0);
-	OK(tu_verify(fs, "/f", 0, 10000, 1));
+	TU_OK(tu_verify(fs, "/f", 0, 10000, 1));
 	tu_unmount(fs);
-	fsck_ok(img);
+	fsck_ok(tu_img);
 }
 END_TEST
 
@@ -635,7 +614,7 @@ static void cut_everywhere(const char *base, const struct step *steps,
 
 	ck_assert_ptr_nonnull(ref);
 	pthread_mutex_init(&c.lock, NULL);
-	tu_path(work, sizeof(work), tmpdir, "cut.img");
+	tu_path(work, sizeof(work), tu_dir, "cut.img");
 
 	/* The reference run: the state after each step, and the flushes. */
 	tu_copy_file(base, work);
@@ -647,7 +626,7 @@ static void cut_everywhere(const char *base, const struct step *steps,
 
 		ck_assert_msg(ret == 0, "step %u (%s): %d", i, steps[i].what,
 			      ret);
-		OK(zfs_sync(fs));
+		TU_OK(zfs_sync(fs));
 		ref[i + 1] = tu_digest(fs);
 	}
 	zdev_set_fault(zfs_dev(fs), NULL, NULL);
@@ -700,7 +679,7 @@ static void cut_everywhere(const char *base, const struct step *steps,
 		d = tu_digest(fs);
 		digest_eq(d, ref[ok], "after the recovery snapshot");
 		free(d);
-		OK(tu_mkdir(fs, "/after-the-crash", 0755));
+		TU_OK(tu_mkdir(fs, "/after-the-crash", 0755));
 		tu_unmount(fs);
 		fs = tu_mount(work, true);
 		ck_assert_int_gt(tu_ino(fs, "/after-the-crash"), 0);
@@ -894,7 +873,7 @@ START_TEST(test_crash_points)
 	};
 
 	mkfs(32);
-	cut_everywhere(img, steps, ZF_ARRAY_SIZE(steps));
+	cut_everywhere(tu_img, steps, ZF_ARRAY_SIZE(steps));
 }
 END_TEST
 
@@ -923,7 +902,7 @@ START_TEST(test_crash_points_free_data)
 	};
 
 	mkfs(32);
-	cut_everywhere(img, steps, ZF_ARRAY_SIZE(steps));
+	cut_everywhere(tu_img, steps, ZF_ARRAY_SIZE(steps));
 }
 END_TEST
 
@@ -942,23 +921,23 @@ START_TEST(test_unlinked_close_frees)
 	uint64_t ino;
 
 	mkfs(24);
-	ck_assert_int_eq(zfs_mount(img, &o, &fs, err, sizeof(err)), 0);
-	OK(data_init(fs));
-	OK(zfs_create(fs, &tu_root_ctx, ZF_ROOT_INO, "f", S_IFREG | 0644,
+	ck_assert_int_eq(zfs_mount(tu_img, &o, &fs, err, sizeof(err)), 0);
+	TU_OK(data_init(fs));
+	TU_OK(zfs_create(fs, &tu_root_ctx, ZF_ROOT_INO, "f", S_IFREG | 0644,
 		      O_WRONLY, &st, NULL));
 	ino = (uint64_t)st.st_ino;
 	tu_random(buf, sizeof(buf), 3);
 	ck_assert_int_eq(zfs_write(fs, &tu_root_ctx, ino, buf, sizeof(buf), 0,
 				   false),
 			 (ssize_t)sizeof(buf));
-	OK(zfs_unlink(fs, &tu_root_ctx, ZF_ROOT_INO, "f"));
+	TU_OK(zfs_unlink(fs, &tu_root_ctx, ZF_ROOT_INO, "f"));
 	ck_assert_ptr_nonnull(zm_iget(&fs->m, ino)); /* open: still there */
-	OK(zfs_release(fs, ino, 0));
+	TU_OK(zfs_release(fs, ino, 0));
 	zfs_forget(fs, ino, 1);
 	ck_assert(tu_wait_freed(fs, ino));
 	ck_assert_uint_eq(fs->m.live_bytes, 0);
 	tu_unmount(fs);
-	fsck_ok(img);
+	fsck_ok(tu_img);
 }
 END_TEST
 
@@ -970,24 +949,24 @@ END_TEST
  */
 START_TEST(test_rename_replace_orders_data)
 {
-	const size_t len = 2 * MIB + 512 * 1024 + 123;
+	const size_t len = 2 * TU_MIB + 512 * 1024 + 123;
 	struct zfs *fs;
 
 	mkfs(48);
-	fs = tu_mount(img, false);
-	OK(tu_write(fs, "/ckpt", 0, len, 1));
-	OK(zfs_sync(fs));
-	OK(tu_write(fs, "/ckpt.tmp", 0, len, 2));
-	OK(tu_rename(fs, "/ckpt.tmp", "/ckpt", 0));
-	OK(jrnl_commit(fs->j, UINT64_MAX));
+	fs = tu_mount(tu_img, false);
+	TU_OK(tu_write(fs, "/ckpt", 0, len, 1));
+	TU_OK(zfs_sync(fs));
+	TU_OK(tu_write(fs, "/ckpt.tmp", 0, len, 2));
+	TU_OK(tu_rename(fs, "/ckpt.tmp", "/ckpt", 0));
+	TU_OK(jrnl_commit(fs->j, UINT64_MAX));
 	zfs_crash(fs);
 
-	fs = tu_mount(img, false);
+	fs = tu_mount(tu_img, false);
 	ck_assert(!fs->replay.clean);
-	OK(tu_verify(fs, "/ckpt", 0, len, 2));
+	TU_OK(tu_verify(fs, "/ckpt", 0, len, 2));
 	ck_assert_int_eq(tu_ino(fs, "/ckpt.tmp"), -ENOENT);
 	tu_unmount(fs);
-	fsck_ok(img);
+	fsck_ok(tu_img);
 }
 END_TEST
 
@@ -1003,15 +982,15 @@ START_TEST(test_unlink_during_writeback)
 	uint32_t i;
 
 	mkfs(64);
-	fs = tu_mount(img, false);
+	fs = tu_mount(tu_img, false);
 	for (i = 0; i < 300; i++) {
-		OK(tu_write(fs, "/f", 0, 3 * MIB, 1));
+		TU_OK(tu_write(fs, "/f", 0, 3 * TU_MIB, 1));
 		if (i % 2)
-			OK(tu_unlink(fs, "/f"));
+			TU_OK(tu_unlink(fs, "/f"));
 		else if (!tu_write(fs, "/g", 0, 4096, 2))
-			OK(tu_rename(fs, "/g", "/f", 0));
+			TU_OK(tu_rename(fs, "/g", "/f", 0));
 		if (i % 10 == 9)
-			OK(zfs_sync(fs));
+			TU_OK(zfs_sync(fs));
 	}
 	tu_unmount(fs);
 }
@@ -1037,16 +1016,16 @@ START_TEST(test_chain_takes_dead_zone)
 	uint32_t i, z0;
 
 	mkfs(24);
-	ck_assert_int_eq(zfs_mount(img, &o, &fs, err, sizeof(err)), 0);
-	OK(data_init(fs));
+	ck_assert_int_eq(zfs_mount(tu_img, &o, &fs, err, sizeof(err)), 0);
+	TU_OK(data_init(fs));
 	/*
 	 * A fresh chain: /f's extents and their freeing are records in it,
 	 * and its log then grows into one more zone without a roll.
 	 */
-	OK(jrnl_roll(fs->j));
-	OK(tu_write(fs, "/f", 0, 5 * MIB / 2, 1));
-	OK(tu_write(fs, "/x", 0, 100, 2));
-	OK(zfs_sync(fs));
+	TU_OK(jrnl_roll(fs->j));
+	TU_OK(tu_write(fs, "/f", 0, 5 * TU_MIB / 2, 1));
+	TU_OK(tu_write(fs, "/x", 0, 100, 2));
+	TU_OK(zfs_sync(fs));
 	in = zm_iget(&fs->m, (uint64_t)tu_ino(fs, "/f"));
 	ck_assert_ptr_nonnull(in);
 	for (i = 0; i < in->f.n_ext; i++)
@@ -1055,8 +1034,8 @@ START_TEST(test_chain_takes_dead_zone)
 	 * Truncated, not unlinked: the extents go with the record either way,
 	 * and an unlinked inode is freed only once idle (not the rule here).
 	 */
-	OK(tu_truncate(fs, "/f", 0));
-	OK(zfs_sync(fs));
+	TU_OK(tu_truncate(fs, "/f", 0));
+	TU_OK(zfs_sync(fs));
 
 	/* Only /f's dead zones are left to take (in memory: no record). */
 	pthread_mutex_lock(&fs->alloc_lock);
@@ -1078,11 +1057,11 @@ START_TEST(test_chain_takes_dead_zone)
 		if (fzones & (1ull << js.cur_zone))
 			break;
 		val[0] = (char)('a' + i % 26);
-		OK(tu_setxattr(fs, "/x", "user.big", val, sizeof(val)));
+		TU_OK(tu_setxattr(fs, "/x", "user.big", val, sizeof(val)));
 		if (i % 16 == 15)
-			OK(zfs_sync(fs));
+			TU_OK(zfs_sync(fs));
 	}
-	OK(zfs_sync(fs));
+	TU_OK(zfs_sync(fs));
 	jrnl_get_stats(fs->j, &js);
 	ck_assert_msg(fzones & (1ull << js.cur_zone),
 		      "the journal went on in zone %u, not a dead zone of /f",
@@ -1093,14 +1072,14 @@ START_TEST(test_chain_takes_dead_zone)
 	want = tu_digest(fs);
 	zfs_crash(fs);
 
-	fsck_ok(img);
-	fs = tu_mount(img, false);
+	fsck_ok(tu_img);
+	fs = tu_mount(tu_img, false);
 	got = tu_digest(fs);
 	digest_eq(got, want, "after the crash");
 	ck_assert_uint_ge(fs->m.zones[z0].resets, resets);
-	OK(tu_verify(fs, "/x", 0, 100, 2));
+	TU_OK(tu_verify(fs, "/x", 0, 100, 2));
 	tu_unmount(fs);
-	fsck_ok(img);
+	fsck_ok(tu_img);
 	free(got);
 	free(want);
 }
@@ -1134,10 +1113,10 @@ START_TEST(test_crash_anchor_switch)
 	uint32_t per;
 
 	mkfs(32);
-	fs = tu_mount(img, false);
+	fs = tu_mount(tu_img, false);
 	per = le32toh(fs->sb.anchors_per_zone);
 	do {
-		OK(jrnl_roll(fs->j));
+		TU_OK(jrnl_roll(fs->j));
 		/* The old chain zone waits for this (see the report). */
 		ck_assert_int_ge(zfs_reclaim_now(fs), 0);
 		jrnl_get_stats(fs->j, &js);
@@ -1145,7 +1124,7 @@ START_TEST(test_crash_anchor_switch)
 	/* The steps' rolls write anchors per - 1 .. per + 2: a switch. */
 	ck_assert_uint_eq(js.anchor_seq, per - 2);
 	tu_unmount(fs);
-	cut_everywhere(img, steps, ZF_ARRAY_SIZE(steps));
+	cut_everywhere(tu_img, steps, ZF_ARRAY_SIZE(steps));
 }
 END_TEST
 
@@ -1153,7 +1132,7 @@ END_TEST
 
 static void add(Suite *s, const char *name, const TTest *t, int timeout)
 {
-	tu_add_case(s, name, t, setup, teardown, timeout);
+	tu_add_case(s, name, t, tu_img_setup, tu_img_teardown, timeout);
 }
 
 static Suite *jrnl_suite(void)

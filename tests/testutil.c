@@ -84,6 +84,19 @@ void tu_rmtree(const char *dir)
 		nftw(dir, tu_rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+char tu_dir[PATH_MAX], tu_img[PATH_MAX];
+
+void tu_img_setup(void)
+{
+	tu_mkdtemp(tu_dir, sizeof(tu_dir));
+	tu_path(tu_img, sizeof(tu_img), tu_dir, "fs.img");
+}
+
+void tu_img_teardown(void)
+{
+	tu_rmtree(tu_dir);
+}
+
 void tu_scratch_end(void)
 {
 	tu_rmtree(tu_base);

@@ -8,9 +8,11 @@
 #define ZONEFUSE_TESTUTIL_H
 
 #include <check.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "zonefuse/zdev.h"
 #include "zonefuse/zemu.h"
@@ -19,12 +21,30 @@
 /* The exit status meson reports as SKIP. */
 #define TU_EXIT_SKIP 77
 
+#define TU_MIB (1ull << 20)
+
+/* @expr must be 0; otherwise the test fails with the negative errno it was. */
+#define TU_OK(expr)                                                           \
+	do {                                                                  \
+		int r_ = (int)(expr);                                         \
+		ck_assert_msg(r_ == 0, "%s: %d (%s)", #expr, r_,              \
+			      strerror(r_ < 0 ? -r_ : 0));                    \
+	} while (0)
+
 /*
  * Make a fresh scratch directory under $TMPDIR (or /tmp) into @dir
  * (PATH_MAX bytes); tu_rmtree() removes it and what it holds.
  */
 void tu_mkdtemp(char *dir, size_t len);
 void tu_rmtree(const char *dir);
+
+/*
+ * The fixture of the suites that format one image per test: a fresh
+ * scratch directory in tu_dir and the image's path, inside it, in tu_img.
+ */
+extern char tu_dir[PATH_MAX], tu_img[PATH_MAX];
+void tu_img_setup(void);
+void tu_img_teardown(void);
 
 /*
  * For main(), around srunner_run_all(): make one scratch directory and

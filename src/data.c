@@ -903,7 +903,6 @@ static void data_wb_done(struct zfs *fs, struct zfs_rt *rt)
 	}
 }
 
-/* Write out everything sealed in @rt, oldest first. */
 /*
  * Another file's turn: after DATA_WB_BATCH chunks of @rt, if other files
  * wait, @rt goes to the back of the queue (still pinned: its chunks keep
@@ -929,6 +928,10 @@ static bool data_wb_yield(struct zfs *fs, struct zfs_rt *rt)
 	return yield;
 }
 
+/*
+ * Write out everything sealed in @rt, oldest first, with a turn for other
+ * files every DATA_WB_BATCH chunks.
+ */
 static void data_wb_inode(struct zfs *fs, struct zfs_rt *rt,
 			  struct data_piece **pieces, uint32_t *max)
 {

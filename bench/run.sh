@@ -51,8 +51,9 @@ Settings come from the environment:
   ZONE_MB=64         zone size of the emulator images
   ZF_OPTS="-o ..."   extra options for zonefuse mount
   PEER_OPTS="-o ..." extra options for bench/passthrough (e.g. -o splice)
-  FUSE_RA_KB=N       set both FUSE mounts' readahead (the kernel keeps it at
-                     128 KiB whatever max_readahead the file system asks)
+  FUSE_RA_KB=N       both FUSE mounts' readahead (default 4096, zonefuse's
+                     own; zonefuse gets -o readahead_kb, the peer's bdi is set
+                     after its mount, else the kernel keeps it at 128 KiB)
   BUILD=DIR          build directory (default build-rel, release, made here)
   RESULTS=DIR        where results go (default bench/results)
   STEP_TIMEOUT=N     seconds before one step counts as hung (default 900)
@@ -96,7 +97,8 @@ disk_dir=${DISK_DIR:-/var/tmp}
 zone_mb=${ZONE_MB:-64}
 read -r -a zf_opts <<<"${ZF_OPTS:-}"
 read -r -a peer_opts <<<"${PEER_OPTS:-}"
-fuse_ra_kb=${FUSE_RA_KB:-}
+fuse_ra_kb=${FUSE_RA_KB:-4096}
+zf_opts+=(-o "readahead_kb=$fuse_ra_kb")
 build=${BUILD:-$top/build-rel}
 results=${RESULTS:-$here/results}
 step_timeout=${STEP_TIMEOUT:-900}
@@ -328,10 +330,9 @@ zf_daemon()
 	daemon_of[$mnt]=$dpid
 }
 
-# FUSE_RA_KB: the readahead of the FUSE mount on $mnt, through its bdi.
-fuse_set_ra()
+# FUSE_RA_KB: the readahead of the peer's mount on $mnt, through its bdi.
+peer_set_ra()
 {
-	[ -n "$fuse_ra_kb" ] || return 0
 	echo "$fuse_ra_kb" >"/sys/class/bdi/$(mountpoint -d "$mnt")/read_ahead_kb"
 }
 
@@ -352,7 +353,7 @@ setup_system()
 		"${cmd[@]}" || return 1
 		dpid=$($py "$helpers" pid-of "${cmd[@]}") || return 1
 		daemon_of[$mnt]=$dpid
-		fuse_set_ra || return 1
+		peer_set_ra || return 1
 		wdir=$mnt
 		;;
 	zonefuse | emu)
@@ -366,7 +367,6 @@ setup_system()
 		mkdir -p "$mnt"
 		zf_mount || return 1
 		zf_daemon || return 1
-		fuse_set_ra || return 1
 		wdir=$mnt
 		;;
 	esac
@@ -712,7 +712,7 @@ meta = {
     "meta_files": $meta_files, "mount_files": $mount_files,
     "zone_mb": $zone_mb, "img_mb": $img_mb,
     "zf_opts": "${ZF_OPTS:-}", "peer_opts": "${PEER_OPTS:-}",
-    "fuse_ra_kb": "${FUSE_RA_KB:-}",
+    "fuse_ra_kb": "$fuse_ra_kb",
     "stores": {"ram": "$ram_dir", "disk": "$disk_dir"},
 }
 json.dump(meta, open(sys.argv[1], "w"), indent=1)

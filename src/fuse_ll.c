@@ -48,7 +48,7 @@
 
 static struct zfs *fs_of(fuse_req_t req)
 {
-	return fuse_req_userdata(req);
+	return ((struct fs_ll *)fuse_req_userdata(req))->fs;
 }
 
 /*
@@ -109,10 +109,16 @@ static void fs_reply_entry(fuse_req_t req, int ret, const struct stat *st)
 
 static void fs_ll_init(void *userdata, struct fuse_conn_info *conn)
 {
-	(void)userdata;
+	const struct fs_ll *ll = userdata;
+
 	/* 1 MiB requests: one staging chunk per write. */
 	conn->max_write = ZFS_CHUNK;
-	conn->max_readahead = ZFS_CHUNK;
+	/*
+	 * libfuse has already lowered max_readahead to the kernel's offer
+	 * (the bdi's 128 KiB); asking for more is how the raised
+	 * read_ahead_kb survives the INIT reply (fuse_ll.h).
+	 */
+	conn->max_readahead = ll->readahead ? ll->readahead : ZFS_CHUNK;
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	if (conn->capable & FUSE_CAP_EXPORT_SUPPORT)

@@ -8,8 +8,21 @@
 #endif
 #include <fuse_lowlevel.h>
 #include <stdbool.h>
+#include <stdint.h>
 
-/* Session userdata: the struct zfs * the operations work on. */
+struct zfs;
+
+/* Session userdata: what the operations work on, set before the mount. */
+struct fs_ll {
+	struct zfs *fs;
+	/*
+	 * Readahead the INIT reply asks for, in bytes: the kernel keeps the
+	 * smaller of this and the bdi's read_ahead_kb at that moment, so
+	 * the mount raises read_ahead_kb before the session answers INIT.
+	 */
+	uint32_t readahead;
+};
+
 extern const struct fuse_lowlevel_ops fs_ll_ops;
 
 #endif /* ZONEFUSE_FUSE_LL_H */

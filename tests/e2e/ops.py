@@ -226,6 +226,46 @@ def t_uncached_writer():
     assert read_file(p) == b"w" * 50 + b"x" * 50 + b"y" * 100
 
 
+def read_ahead_kb(path):
+    """The kernel's readahead of the mount on path: its bdi's read_ahead_kb."""
+    dev = os.stat(path).st_dev
+    with open(f"/sys/class/bdi/{os.major(dev)}:{os.minor(dev)}/read_ahead_kb") as f:
+        return int(f.read())
+
+
+def t_mount_options():
+    """The mount raises its readahead from the kernel's 128 KiB (default
+    4096 KiB, -o readahead_kb=N) on a mount point with an escaped name too;
+    numeric options that are out of range or not whole numbers are refused
+    before anything is mounted."""
+    assert read_ahead_kb(M.dir) == 4096
+    img = e.image("ra.img", "256M", "4M")
+    data = os.urandom(3 << 20)
+    for kb in (512, 0):
+        m = e.Mount(img, f"ra mnt {kb}", f"readahead_kb={kb}")
+        try:
+            assert read_ahead_kb(m.dir) == kb
+            write_file(m.path("f"), data)
+            subprocess.run(["sh", "-c", "echo 3 > /proc/sys/vm/drop_caches"], check=True)
+            assert read_file(m.path("f")) == data
+        finally:
+            m.umount()
+    d = os.path.join(e.WORK, "ra-bad")
+    os.mkdir(d)
+    for bad, code, why in (("readahead_kb=65537", 16, "at most 65536"),
+                           ("readahead_kb=4M", 1, "'4M' is not a number"),
+                           ("stage_mb=1G", 1, "'1G' is not a number"),
+                           ("threads=", 1, "'' is not a number"),
+                           ("commit=-1", 1, "'-1' is not a number")):
+        r = e.zf("mount", img, d, "-o", bad, check=False)
+        if os.path.ismount(d):
+            subprocess.run(["umount", d])
+            raise AssertionError(f"-o {bad} mounted")
+        assert r.returncode == code, f"-o {bad}: exit {r.returncode}"
+        assert why in r.stderr, f"-o {bad} said: {r.stderr!r}"
+    e.fsck(img)
+
+
 # ---- mkdir, rmdir, unlink -------------------------------------------------------
 
 def t_mkdir_rmdir_unlink():
@@ -1028,7 +1068,8 @@ def t_enospc():
 
 def main():
     global M, IMG, PIMG
-    e.begin("create/open (O_EXCL, O_TRUNC, O_APPEND, O_DIRECT), uncached write-only opens, mkdir/rmdir/unlink, rename "
+    e.begin("create/open (O_EXCL, O_TRUNC, O_APPEND, O_DIRECT), uncached write-only opens, "
+            "readahead_kb and strict numeric mount options, mkdir/rmdir/unlink, rename "
             "(replace, NOREPLACE, EXCHANGE, EINVAL, ENOTEMPTY), link/symlink/readlink, "
             "ENAMETOOLONG/ENOENT, chmod/chown/utime/truncate, ext4 times and relatime, "
             "st_blocks, statfs, user xattrs, SEEK_DATA/SEEK_HOLE, fallocate, readdir of "
@@ -1043,6 +1084,7 @@ def main():
         ("double_mount", t_double_mount),
         ("o_direct", t_o_direct),
         ("uncached_writer", t_uncached_writer),
+        ("mount_options", t_mount_options),
         ("mkdir_rmdir_unlink", t_mkdir_rmdir_unlink),
         ("rename", t_rename),
         ("links", t_links),

@@ -188,8 +188,7 @@ static int mount_set_readahead(const char *dir, unsigned int kb)
 	if (!f)
 		return -errno;
 	fprintf(f, "%u\n", kb);
-	ret = fclose(f) ? -errno : 0;
-	return ret;
+	return fclose(f) ? -errno : 0; /* a refused write shows here */
 }
 
 int cli_mount(int argc, char **argv)

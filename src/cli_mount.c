@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,10 +90,12 @@ static int mount_opt_proc(void *data, const char *arg, int key,
 
 	(void)outargs;
 	if (key >= MOUNT_KEY_NUM) {
-		const char *eq = strchr(arg, '=');
+		char *field = (char *)c + (key - MOUNT_KEY_NUM);
 
-		return cli_u32_arg("mount", arg, eq + 1,
-				   (uint32_t *)((char *)c + (key - MOUNT_KEY_NUM))) ? -1 : 0;
+		if (cli_u32_arg("mount", arg, strchr(arg, '=') + 1,
+				(uint32_t *)field))
+			return -1;
+		return 0;
 	}
 	switch (key) {
 	case MOUNT_KEY_RO:
@@ -129,6 +132,13 @@ static void mount_usage(FILE *f)
 		"Other -o options are FUSE's (see mount.fuse3(8)).\n");
 }
 
+/* "\ooo" at @s: how mountinfo writes a space, tab, newline or backslash. */
+static bool mount_is_octal(const char *s)
+{
+	return s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
+	       s[2] <= '7' && s[3] >= '0' && s[3] <= '7';
+}
+
 /*
  * The FUSE mount's bdi, "MAJ:MIN", from the last mount on @dir (a real
  * path) in /proc/self/mountinfo: the daemon cannot stat its own mount
@@ -152,9 +162,9 @@ static int mount_bdi(const char *dir, char *bdi, size_t len)
 			continue;
 		/* Octal escapes: "\040" is a space in a path. */
 		for (r = w = point; *r; w++) {
-			if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' &&
-			    r[2] >= '0' && r[2] <= '7' && r[3] >= '0' && r[3] <= '7') {
-				*w = (char)((r[1] - '0') << 6 | (r[2] - '0') << 3 | (r[3] - '0'));
+			if (mount_is_octal(r)) {
+				*w = (char)((r[1] - '0') << 6 |
+					    (r[2] - '0') << 3 | (r[3] - '0'));
 				r += 4;
 			} else {
 				*w = *r++;
@@ -238,13 +248,14 @@ int cli_mount(int argc, char **argv)
 		ret = CLI_EXIT_USAGE;
 		goto out_args;
 	}
-	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || !realpath(dir, dir_real)) {
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
+	    !realpath(dir, dir_real)) {
 		cli_error("mount", "%s: not a directory to mount on", dir);
 		goto out_args;
 	}
 	if (cfg.readahead_kb > MOUNT_MAX_RA_KB) {
-		cli_error("mount", "readahead_kb=%u: at most %u", cfg.readahead_kb,
-			  MOUNT_MAX_RA_KB);
+		cli_error("mount", "readahead_kb=%u: at most %u",
+			  cfg.readahead_kb, MOUNT_MAX_RA_KB);
 		ret = CLI_EXIT_USAGE;
 		goto out_args;
 	}

@@ -303,6 +303,7 @@ int cli_mount(int argc, char **argv)
 	}
 	ret = 1;
 	ll.fs = fs;
+	ll.readahead = cfg.readahead_kb << 10;
 	se = fuse_session_new(&args, &fs_ll_ops, sizeof(fs_ll_ops), &ll);
 	if (!se) {
 		cli_error("mount", "cannot start the FUSE session (an unknown -o option?)");
@@ -320,10 +321,8 @@ int cli_mount(int argc, char **argv)
 	/* Not fatal: without it reads are slower, not wrong. */
 	i = mount_set_readahead(dir_real, cfg.readahead_kb);
 	if (i)
-		zlog_warn("%s: readahead stays at the kernel's 128 KiB: %s",
+		zlog_warn("%s: readahead stays at most the kernel's 128 KiB: %s",
 			  dir, strerror(-i));
-	else
-		ll.readahead = cfg.readahead_kb << 10;
 	if (fuse_daemonize(cfg.foreground)) {
 		cli_error("mount", "cannot go to the background");
 		goto out_unmount;

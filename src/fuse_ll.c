@@ -118,7 +118,7 @@ static void fs_ll_init(void *userdata, struct fuse_conn_info *conn)
 	 * (the bdi's 128 KiB); asking for more is how the raised
 	 * read_ahead_kb survives the INIT reply (fuse_ll.h).
 	 */
-	conn->max_readahead = ll->readahead ? ll->readahead : ZFS_CHUNK;
+	conn->max_readahead = ll->readahead;
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	if (conn->capable & FUSE_CAP_EXPORT_SUPPORT)

@@ -19,6 +19,7 @@ struct fs_ll {
 	 * Readahead the INIT reply asks for, in bytes: the kernel keeps the
 	 * smaller of this and the bdi's read_ahead_kb at that moment, so
 	 * the mount raises read_ahead_kb before the session answers INIT.
+	 * Where it cannot, the kernel's 128 KiB stays, or less if asked.
 	 */
 	uint32_t readahead;
 };

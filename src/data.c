@@ -358,15 +358,14 @@ ssize_t data_write(struct zfs *fs, struct zm_inode *in, const void *buf,
 		uint32_t s = (uint32_t)(pos - foff);
 		uint32_t n = (uint32_t)ZF_MIN(end - pos, (uint64_t)(ZFS_CHUNK - s));
 		struct zfs_chunk *c = data_chunk_get(fs, rt, foff);
+		int64_t g = c ? chunk_grow(fs, c, s + n) : -ENOMEM;
 		uint64_t before;
-		int64_t g;
 
-		if (!c)
-			return pos > off ? (ssize_t)(pos - off) : -ENOMEM;
-		g = chunk_grow(fs, c, s + n);
-		if (g < 0 || chunk_fill(c, s, s + n))
-			return pos > off ? (ssize_t)(pos - off) : -ENOMEM;
+		if (g < 0)
+			break;
 		grown += g;
+		if (chunk_fill(c, s, s + n))
+			break;
 		memcpy(c->data + s, p, n);
 		c->mtime_ns = now;
 		before = c->reserved;
@@ -384,13 +383,16 @@ ssize_t data_write(struct zfs *fs, struct zm_inode *in, const void *buf,
 		fs->staged += (uint64_t)grown;
 		pthread_mutex_unlock(&fs->wb_lock);
 	}
-	if (end > rt->vsize)
-		rt->vsize = end;
+	/* Out of memory part way: the pieces copied are the write. */
+	if (pos == off)
+		return -ENOMEM;
+	if (pos > rt->vsize)
+		rt->vsize = pos;
 	/* Rewriting bytes already written: this file's data dies young. */
 	if (off < in->size)
 		rt->hot = true;
 	in->mtime = in->ctime = zfs_now();
-	return (ssize_t)size;
+	return (ssize_t)(pos - off);
 }
 
 void data_truncate_staged(struct zfs *fs, struct zfs_rt *rt, uint64_t size)

@@ -10,9 +10,13 @@
  *   device is locked to one daemon, and nothing the daemon does on its
  *   own, such as reclaim, changes what stat shows), so the kernel's caches
  *   cannot go stale behind its back: entries and attributes are cached for
- *   a minute (FS_LL_TIMEOUT). The kernel itself drops what an operation
- *   changes (sizes after a write, atime after a read, link counts). An
- *   rm then needs no lookup first.
+ *   a minute (FS_LL_TIMEOUT), and so are names that are not there (a
+ *   negative entry, as ext4's dentry cache keeps them): a program probing
+ *   for a file, or an import scanning its path, asks once. The kernel
+ *   itself drops what an operation changes (sizes after a write, atime
+ *   after a read, link counts) and turns a negative entry into the file
+ *   created, linked or renamed onto its name. An rm then needs no lookup
+ *   first.
  * - There is no flush operation: close(2) has nothing to do here (data is
  *   staged at write, and the last close is release), and the kernel stops
  *   sending FLUSH once it is told the operation does not exist.
@@ -143,6 +147,13 @@ static void fs_ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		ret = zfs_lookup(fs_of(req), parent, name, &st);
 
 	fs_trace("lookup", parent, name, ret);
+	if (ret == -ENOENT) {
+		/* A negative entry: the kernel caches the absence (top). */
+		struct fuse_entry_param e = { .entry_timeout = FS_LL_TIMEOUT };
+
+		fuse_reply_entry(req, &e);
+		return;
+	}
 	fs_reply_entry(req, ret, &st);
 }
 

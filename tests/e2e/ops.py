@@ -296,6 +296,64 @@ def t_mkdir_rmdir_unlink():
     assert os.listdir(d) == []
 
 
+def t_negative_lookup():
+    """A name that is not there is cached like one that is: asked for again,
+    the kernel answers ENOENT without a lookup; created, made a directory,
+    a symlink, a hard link or a rename target, it exists at once; removed,
+    it is gone at once. Counted in the daemon's debug log."""
+    img = e.image("neg.img", "256M", "4M")
+    mnt = e.Mount(img, "mnt-neg", "debug", foreground=True)
+
+    def lookups(name):
+        with open(mnt.log.name) as f:
+            return sum(1 for line in f
+                       if "debug: lookup " in line and f" name={name} -> " in line)
+
+    try:
+        d = mnt.path("d")
+        os.mkdir(d)
+        p = os.path.join(d, "probe")
+        for _ in range(3):
+            expect_errno(errno.ENOENT, os.stat, p)
+        expect_errno(errno.ENOENT, os.open, p, os.O_RDONLY)
+        assert lookups("probe") == 1, lookups("probe")
+        write_file(p, b"here")
+        assert read_file(p) == b"here"
+        assert lookups("probe") == 1, lookups("probe")
+
+        makers = [("dir", os.mkdir),
+                  ("sym", lambda q: os.symlink("probe", q)),
+                  ("hard", lambda q: os.link(p, q)),
+                  ("moved", lambda q: os.rename(p, q))]
+        for name, make in makers:
+            q = os.path.join(d, name)
+            expect_errno(errno.ENOENT, os.lstat, q)
+            make(q)
+            assert os.path.lexists(q), name
+        assert os.path.isdir(os.path.join(d, "dir"))
+        assert read_file(os.path.join(d, "hard")) == b"here"
+        assert read_file(os.path.join(d, "moved")) == b"here"
+        expect_errno(errno.ENOENT, os.stat, p)              # renamed away
+        assert os.readlink(os.path.join(d, "sym")) == "probe"
+
+        os.unlink(os.path.join(d, "hard"))
+        expect_errno(errno.ENOENT, os.stat, os.path.join(d, "hard"))
+        os.rmdir(os.path.join(d, "dir"))
+        expect_errno(errno.ENOENT, os.stat, os.path.join(d, "dir"))
+        assert sorted(os.listdir(d)) == ["moved", "sym"]
+
+        # Cached absences do not outlive the mount: the new one looks.
+        mnt.umount()
+        mnt.mount(foreground=True)
+        before = lookups("probe")
+        expect_errno(errno.ENOENT, os.stat, p)
+        assert lookups("probe") == before + 1
+        assert read_file(os.path.join(d, "moved")) == b"here"
+    finally:
+        mnt.umount()
+    e.fsck(img)
+
+
 # ---- rename ----------------------------------------------------------------------
 
 def t_rename():
@@ -1069,7 +1127,8 @@ def t_enospc():
 def main():
     global M, IMG, PIMG
     e.begin("create/open (O_EXCL, O_TRUNC, O_APPEND, O_DIRECT), uncached write-only opens, "
-            "readahead_kb and strict numeric mount options, mkdir/rmdir/unlink, rename "
+            "readahead_kb and strict numeric mount options, mkdir/rmdir/unlink, cached "
+            "negative lookups, rename "
             "(replace, NOREPLACE, EXCHANGE, EINVAL, ENOTEMPTY), link/symlink/readlink, "
             "ENAMETOOLONG/ENOENT, chmod/chown/utime/truncate, ext4 times and relatime, "
             "st_blocks, statfs, user xattrs, SEEK_DATA/SEEK_HOLE, fallocate, readdir of "
@@ -1086,6 +1145,7 @@ def main():
         ("uncached_writer", t_uncached_writer),
         ("mount_options", t_mount_options),
         ("mkdir_rmdir_unlink", t_mkdir_rmdir_unlink),
+        ("negative_lookup", t_negative_lookup),
         ("rename", t_rename),
         ("links", t_links),
         ("names", t_names),

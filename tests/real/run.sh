@@ -34,12 +34,13 @@ done
 # The FUSE edge on this guest's kernel (Debian's 6.1): its page-cache rules
 # (6.1 drops no cached pages for an uncached write, as kernels from 6.6 on
 # do, so only here can the test catch a rule that is missing) and the
-# readahead the mount raises around the INIT handshake.
+# readahead the mount raises around the INIT handshake, and its caching of
+# names that are not there.
 if ZONEFUSE="$B/src/zonefuse" python3 tests/e2e/ops.py uncached_writer mount_options \
-	>/tmp/ops.log 2>&1; then
-	echo "page cache, uncached writers and readahead on $(uname -r): passed"
+	negative_lookup >/tmp/ops.log 2>&1; then
+	echo "page cache, uncached writers, readahead and negative entries on $(uname -r): passed"
 else
-	echo "page cache, uncached writers and readahead on $(uname -r): FAILED"
+	echo "page cache, uncached writers, readahead and negative entries on $(uname -r): FAILED"
 	tail -n 30 /tmp/ops.log
 	failed=1
 fi

@@ -428,10 +428,18 @@ static void fs_ll_opendir(fuse_req_t req, fuse_ino_t ino,
 	fs_ctx(req, &c);
 	ret = zfs_opendir(fs_of(req), &c, ino);
 	fs_trace("opendir", ino, NULL, ret);
-	if (ret)
+	if (ret) {
 		fuse_reply_err(req, -ret);
-	else
-		fuse_reply_open(req, fi);
+		return;
+	}
+	/*
+	 * The kernel keeps the listing and serves the next opendir from it
+	 * while the directory's change counter and mtime are those it was
+	 * read at: every change comes through this mount (top).
+	 */
+	fi->cache_readdir = 1;
+	fi->keep_cache = 1;
+	fuse_reply_open(req, fi);
 }
 
 struct fs_dirbuf {
@@ -479,6 +487,7 @@ static void fs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 		return;
 	}
 	ret = zfs_readdir(fs_of(req), ino, off, plus, fs_dir_fill, &d);
+	fs_trace(plus ? "readdirplus" : "readdir", ino, NULL, ret);
 	if (ret)
 		fuse_reply_err(req, -ret);
 	else

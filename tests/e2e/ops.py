@@ -354,6 +354,62 @@ def t_negative_lookup():
     e.fsck(img)
 
 
+def t_readdir_cache():
+    """The kernel keeps a directory's listing: listed again unchanged, it
+    asks the daemon nothing; after any change through the mount (create,
+    unlink, mkdir, rmdir, link, symlink, rename in, out and within), the
+    next listing is the new one. Counted in the daemon's debug log."""
+    img = e.image("rdc.img", "256M", "4M")
+    mnt = e.Mount(img, "mnt-rdc", "debug", foreground=True)
+
+    def reads():
+        with open(mnt.log.name) as f:
+            return sum(1 for line in f if "debug: readdir" in line)
+
+    try:
+        d = mnt.path("d")
+        other = mnt.path("other")
+        os.mkdir(d)
+        os.mkdir(other)
+        names = {f"f{i:04d}" for i in range(300)}    # several requests' worth
+        for name in names:
+            write_file(os.path.join(d, name), b"")
+        assert set(os.listdir(d)) == names
+        before = reads()
+        assert before >= 2, before
+        for _ in range(3):
+            assert set(os.listdir(d)) == names
+            assert {x.name for x in os.scandir(d)} == names
+        assert reads() == before, (reads(), before)
+
+        write_file(os.path.join(other, "o"), b"o")
+        changes = [
+            (lambda: write_file(os.path.join(d, "new"), b"n"), {"new"}, set()),
+            (lambda: os.unlink(os.path.join(d, "f0000")), set(), {"f0000"}),
+            (lambda: os.mkdir(os.path.join(d, "sub")), {"sub"}, set()),
+            (lambda: os.rmdir(os.path.join(d, "sub")), set(), {"sub"}),
+            (lambda: os.link(os.path.join(d, "new"), os.path.join(d, "hard")), {"hard"}, set()),
+            (lambda: os.symlink("new", os.path.join(d, "sym")), {"sym"}, set()),
+            (lambda: os.rename(os.path.join(d, "f0001"), os.path.join(d, "g0001")),
+             {"g0001"}, {"f0001"}),
+            (lambda: os.rename(os.path.join(other, "o"), os.path.join(d, "o")), {"o"}, set()),
+            (lambda: os.rename(os.path.join(d, "f0002"), os.path.join(other, "f0002")),
+             set(), {"f0002"}),
+        ]
+        for change, added, removed in changes:
+            change()
+            names = (names | added) - removed
+            assert set(os.listdir(d)) == names, (added, removed)
+        assert set(os.listdir(other)) == {"f0002"}
+
+        mnt.umount()
+        mnt.mount(foreground=True)
+        assert set(os.listdir(d)) == names
+    finally:
+        mnt.umount()
+    e.fsck(img)
+
+
 # ---- rename ----------------------------------------------------------------------
 
 def t_rename():
@@ -1128,7 +1184,7 @@ def main():
     global M, IMG, PIMG
     e.begin("create/open (O_EXCL, O_TRUNC, O_APPEND, O_DIRECT), uncached write-only opens, "
             "readahead_kb and strict numeric mount options, mkdir/rmdir/unlink, cached "
-            "negative lookups, rename "
+            "negative lookups and listings, rename "
             "(replace, NOREPLACE, EXCHANGE, EINVAL, ENOTEMPTY), link/symlink/readlink, "
             "ENAMETOOLONG/ENOENT, chmod/chown/utime/truncate, ext4 times and relatime, "
             "st_blocks, statfs, user xattrs, SEEK_DATA/SEEK_HOLE, fallocate, readdir of "
@@ -1146,6 +1202,7 @@ def main():
         ("mount_options", t_mount_options),
         ("mkdir_rmdir_unlink", t_mkdir_rmdir_unlink),
         ("negative_lookup", t_negative_lookup),
+        ("readdir_cache", t_readdir_cache),
         ("rename", t_rename),
         ("links", t_links),
         ("names", t_names),

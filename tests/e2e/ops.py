@@ -410,6 +410,44 @@ def t_readdir_cache():
     e.fsck(img)
 
 
+def t_symlink_cache():
+    """The kernel keeps a symlink's target (it never changes): resolving a
+    `latest` link again asks the daemon nothing, and a link renamed over
+    it (the atomic way to move `latest`) is followed at once."""
+    img = e.image("sym.img", "256M", "4M")
+    mnt = e.Mount(img, "mnt-sym", "debug", foreground=True)
+
+    def readlinks():
+        with open(mnt.log.name) as f:
+            return sum(1 for line in f if "debug: readlink " in line)
+
+    try:
+        for name in ("ckpt1", "ckpt2"):
+            write_file(mnt.path(name), name.encode())
+        latest = mnt.path("latest")
+        os.symlink("ckpt1", latest)
+        for _ in range(3):
+            assert read_file(latest) == b"ckpt1"
+            assert os.readlink(latest) == "ckpt1"
+            assert os.stat(latest).st_size == 5
+        assert readlinks() == 1, readlinks()
+
+        os.symlink("ckpt2", mnt.path("latest.tmp"))
+        os.rename(mnt.path("latest.tmp"), latest)
+        assert os.readlink(latest) == "ckpt2"
+        assert read_file(latest) == b"ckpt2"
+        os.unlink(latest)
+        expect_errno(errno.ENOENT, os.readlink, latest)
+
+        os.symlink("ckpt1", latest)
+        mnt.umount()
+        mnt.mount(foreground=True)
+        assert read_file(latest) == b"ckpt1"
+    finally:
+        mnt.umount()
+    e.fsck(img)
+
+
 # ---- rename ----------------------------------------------------------------------
 
 def t_rename():
@@ -1184,7 +1222,7 @@ def main():
     global M, IMG, PIMG
     e.begin("create/open (O_EXCL, O_TRUNC, O_APPEND, O_DIRECT), uncached write-only opens, "
             "readahead_kb and strict numeric mount options, mkdir/rmdir/unlink, cached "
-            "negative lookups and listings, rename "
+            "negative lookups, listings and symlinks, rename "
             "(replace, NOREPLACE, EXCHANGE, EINVAL, ENOTEMPTY), link/symlink/readlink, "
             "ENAMETOOLONG/ENOENT, chmod/chown/utime/truncate, ext4 times and relatime, "
             "st_blocks, statfs, user xattrs, SEEK_DATA/SEEK_HOLE, fallocate, readdir of "
@@ -1203,6 +1241,7 @@ def main():
         ("mkdir_rmdir_unlink", t_mkdir_rmdir_unlink),
         ("negative_lookup", t_negative_lookup),
         ("readdir_cache", t_readdir_cache),
+        ("symlink_cache", t_symlink_cache),
         ("rename", t_rename),
         ("links", t_links),
         ("names", t_names),

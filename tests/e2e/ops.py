@@ -296,18 +296,28 @@ def t_mkdir_rmdir_unlink():
     assert os.listdir(d) == []
 
 
+def traced_mount(name):
+    """A new image mounted in the foreground with -o debug, whose log
+    names each request the daemon answers (logged())."""
+    img = e.image(f"{name}.img", "256M", "4M")
+    return img, e.Mount(img, f"mnt-{name}", "debug", foreground=True)
+
+
+def logged(mnt, *texts):
+    """How many lines of mnt's debug log contain all of texts."""
+    with open(mnt.log.name) as f:
+        return sum(1 for line in f if all(t in line for t in texts))
+
+
 def t_negative_lookup():
     """A name that is not there is cached like one that is: asked for again,
     the kernel answers ENOENT without a lookup; created, made a directory,
     a symlink, a hard link or a rename target, it exists at once; removed,
     it is gone at once. Counted in the daemon's debug log."""
-    img = e.image("neg.img", "256M", "4M")
-    mnt = e.Mount(img, "mnt-neg", "debug", foreground=True)
+    img, mnt = traced_mount("neg")
 
     def lookups(name):
-        with open(mnt.log.name) as f:
-            return sum(1 for line in f
-                       if "debug: lookup " in line and f" name={name} -> " in line)
+        return logged(mnt, "debug: lookup ", f" name={name} -> ")
 
     try:
         d = mnt.path("d")
@@ -359,12 +369,10 @@ def t_readdir_cache():
     asks the daemon nothing; after any change through the mount (create,
     unlink, mkdir, rmdir, link, symlink, rename in, out and within), the
     next listing is the new one. Counted in the daemon's debug log."""
-    img = e.image("rdc.img", "256M", "4M")
-    mnt = e.Mount(img, "mnt-rdc", "debug", foreground=True)
+    img, mnt = traced_mount("rdc")
 
     def reads():
-        with open(mnt.log.name) as f:
-            return sum(1 for line in f if "debug: readdir" in line)
+        return logged(mnt, "debug: readdir")
 
     try:
         d = mnt.path("d")
@@ -414,12 +422,10 @@ def t_symlink_cache():
     """The kernel keeps a symlink's target (it never changes): resolving a
     `latest` link again asks the daemon nothing, and a link renamed over
     it (the atomic way to move `latest`) is followed at once."""
-    img = e.image("sym.img", "256M", "4M")
-    mnt = e.Mount(img, "mnt-sym", "debug", foreground=True)
+    img, mnt = traced_mount("sym")
 
     def readlinks():
-        with open(mnt.log.name) as f:
-            return sum(1 for line in f if "debug: readlink " in line)
+        return logged(mnt, "debug: readlink ")
 
     try:
         for name in ("ckpt1", "ckpt2"):

@@ -575,7 +575,7 @@ int zfs_setattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 	if (rt) {
 		data_truncate_staged(fs, rt, (uint64_t)a->st_size);
 		if (!a->st_size && in->size)
-			rt->replaced = true;
+			rt->seal_on_close = true;
 	}
 	ret = zfs_log(fs, ZF_REC_SETATTR, &rec, sizeof(rec));
 	if (rt)
@@ -697,6 +697,7 @@ static int zfs_create_common(struct zfs *fs, const struct zfs_ctx *ctx,
 			goto out_unlock;
 		}
 		rt->group = parent;
+		rt->seal_on_close = true;
 		if (cachep)
 			*cachep = zfs_cache_mode(in, rt, flags & O_ACCMODE);
 	}
@@ -1188,22 +1189,30 @@ out_unlock:
 }
 
 /*
- * The last close of a file truncated to nothing and written again (the
- * other replace idiom, open(O_TRUNC) and write): its data is written out
- * now, so that a crash after the truncate's record is committed does not
- * leave the file empty or cut short for long (ext4's auto_da_alloc). The
- * close does not wait for the writes.
+ * The last close of a file written whole starts writing its staged data
+ * out, instead of leaving it to idle for half a commit interval. The close
+ * does not wait for the writes. Whole means:
+ * - created by the open: a tree being copied or extracted (a dataset, the
+ *   shards of a checkpoint) otherwise sat in staging until the budget
+ *   (stage_mb) was full, and each writer then waited for all of it to be
+ *   written: 8,000 new files of 128 KiB went from 220 to 500 MB/s;
+ * - truncated to nothing and written again (the other replace idiom,
+ *   open(O_TRUNC) and write): a crash after the truncate's record is
+ *   committed then does not leave the file empty or cut short for long
+ *   (ext4's auto_da_alloc).
+ * A later open that appends is not such a writer: its data still waits, so
+ * that small appends gather into whole blocks.
  */
-static void zfs_release_replaced(struct zfs *fs, struct zm_inode *in,
-				 struct zfs_rt *rt)
+static void zfs_release_seal(struct zfs *fs, struct zm_inode *in,
+			     struct zfs_rt *rt)
 {
-	bool replaced;
+	bool seal;
 
 	pthread_rwlock_wrlock(&rt->lock);
-	replaced = rt->replaced;
-	rt->replaced = false;
+	seal = rt->seal_on_close;
+	rt->seal_on_close = false;
 	pthread_rwlock_unlock(&rt->lock);
-	if (replaced && in->nlink)
+	if (seal && in->nlink)
 		data_start_inode(fs, rt);
 }
 
@@ -1232,7 +1241,7 @@ int zfs_release(struct zfs *fs, uint64_t ino, unsigned int cache)
 	if (rt && !in->nlink)
 		data_discard(fs, rt);
 	else if (rt)
-		zfs_release_replaced(fs, in, rt);
+		zfs_release_seal(fs, in, rt);
 	if (in && !zm_inode_busy(in) && !in->nlink) {
 		zfs_inode_maybe_free(fs, in);
 		rt = NULL;

@@ -89,9 +89,9 @@ struct zfs_rt {
 	bool hot;	      /* rewritten: its small writes go to the hot
 				 stream */
 	uint64_t flushed;     /* data bytes written to zones so far */
-	bool replaced;	      /* truncated to 0 from a non-empty size: the
-				 last close writes the new data out (see
-				 zfs_release()) */
+	bool seal_on_close;   /* created by an open, or truncated to 0 from
+				 a non-empty size: the last close writes
+				 the staged data out (zfs_release()) */
 	/*
 	 * The kernel's caching of this file (ZFS_OPEN_* in zfs.h), protected
 	 * by zfs.meta_lock. rt lives until the kernel forgets the inode, and

@@ -309,6 +309,57 @@ def logged(mnt, *texts):
         return sum(1 for line in f if all(t in line for t in texts))
 
 
+def placed(path):
+    """Bytes of path's data in zones (user.zonefuse.extents lists only
+    those: staged data has no extent yet)."""
+    out = os.getxattr(path, "user.zonefuse.extents").decode()
+    return sum(int(line.split()[5]) for line in out.splitlines() if line.strip())
+
+
+def wait_placed(path, want, limit=10):
+    t0 = time.time()
+    while placed(path) != want:
+        assert time.time() - t0 < limit, \
+            f"{path}: {placed(path)} bytes in zones, not {want}, after {limit} s"
+        time.sleep(0.02)
+
+
+def t_close_writes_out():
+    """The last close of a file that its open created, or truncated to
+    nothing and wrote again, starts writing the data to zones; data that a
+    later open appends stays staged to gather (until half a commit interval
+    idle: 30 s here), as does that of a file still open."""
+    img = e.image("close.img", "256M", "4M")
+    mnt = e.Mount(img, "mnt-close", "commit=60")
+    try:
+        p = mnt.path("new")
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        os.write(fd, b"n" * 65536)
+        time.sleep(0.5)
+        assert placed(p) == 0, placed(p)                    # still open
+        os.close(fd)
+        wait_placed(p, 65536)
+
+        with open(p, "ab") as f:
+            f.write(b"a" * 4096)
+        time.sleep(1)
+        assert placed(p) == 65536, placed(p)
+        assert read_file(p) == b"n" * 65536 + b"a" * 4096
+
+        write_file(p, b"r" * 8192)          # O_TRUNC of a non-empty file
+        wait_placed(p, 8192)
+        assert read_file(p) == b"r" * 8192
+
+        q = mnt.path("tree", "shard")                 # a new file in a new dir
+        os.mkdir(mnt.path("tree"))
+        write_file(q, b"s" * 100)
+        wait_placed(q, 100)
+        assert read_file(q) == b"s" * 100
+    finally:
+        mnt.umount()
+    e.fsck(img)
+
+
 def t_negative_lookup():
     """A name that is not there is cached like one that is: asked for again,
     the kernel answers ENOENT without a lookup; created, made a directory,
@@ -1227,7 +1278,8 @@ def t_enospc():
 def main():
     global M, IMG, PIMG
     e.begin("create/open (O_EXCL, O_TRUNC, O_APPEND, O_DIRECT), uncached write-only opens, "
-            "readahead_kb and strict numeric mount options, mkdir/rmdir/unlink, cached "
+            "readahead_kb and strict numeric mount options, mkdir/rmdir/unlink, data written out at "
+            "the close of new and rewritten files, cached "
             "negative lookups, listings and symlinks, rename "
             "(replace, NOREPLACE, EXCHANGE, EINVAL, ENOTEMPTY), link/symlink/readlink, "
             "ENAMETOOLONG/ENOENT, chmod/chown/utime/truncate, ext4 times and relatime, "
@@ -1245,6 +1297,7 @@ def main():
         ("uncached_writer", t_uncached_writer),
         ("mount_options", t_mount_options),
         ("mkdir_rmdir_unlink", t_mkdir_rmdir_unlink),
+        ("close_writes_out", t_close_writes_out),
         ("negative_lookup", t_negative_lookup),
         ("readdir_cache", t_readdir_cache),
         ("symlink_cache", t_symlink_cache),

@@ -256,13 +256,11 @@ def test_rotate():
     its zones back."""
     img = t.device("rotate.img", f"{t.mib(1024) // MiB}M")
     # This loop saves a checkpoint every second or two, not every few
-    # minutes as training does: with the default commit=5, a checkpoint's
-    # last partial chunks (sealed after half a commit interval idle) could
-    # still be in DRAM when the rotation deletes it, and bytes that never
-    # reach the device pull write amplification below 1.00. commit=1 puts
-    # every checkpoint on the device before it is deleted, as training's
-    # pace does with the default.
-    m = t.mount(img, opts="commit=1")
+    # minutes as training does. Each file's last partial chunk goes to the
+    # device at its close (zfs_release()), so every checkpoint is there
+    # before the rotation deletes it, and write amplification counts all
+    # of its bytes.
+    m = t.mount(img)
     out = m.path("output")
     os.mkdir(out)
     limit, steps = 3, 14

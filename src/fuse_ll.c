@@ -371,7 +371,8 @@ static void fs_ll_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 static void fs_ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
-	char *buf = zfs_read_buf(fs_of(req), size);
+	struct zfs *fs = fs_of(req); /* the reply frees req */
+	char *buf = zfs_read_buf(fs, size);
 	ssize_t ret;
 
 	(void)fi;
@@ -379,14 +380,14 @@ static void fs_ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	ret = zfs_read(fs_of(req), ino, buf, size, off);
+	ret = zfs_read(fs, ino, buf, size, off);
 	if (ret < 0) {
 		fs_trace("read", ino, NULL, (int)ret);
 		fuse_reply_err(req, (int)-ret);
 	} else {
 		fuse_reply_buf(req, buf, (size_t)ret);
 	}
-	free(buf);
+	zfs_read_buf_put(fs, buf, size);
 }
 
 static void fs_ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf,

@@ -1286,7 +1286,12 @@ static void zfs_touch_atime(struct zfs *fs, struct zm_inode *in)
 
 void *zfs_read_buf(struct zfs *fs, size_t size)
 {
-	return zdev_buf_alloc(fs->dev, size);
+	return data_read_buf(fs, size);
+}
+
+void zfs_read_buf_put(struct zfs *fs, void *buf, size_t size)
+{
+	data_read_buf_put(fs, buf, size);
 }
 
 ssize_t zfs_read(struct zfs *fs, uint64_t ino, void *buf, size_t size,

@@ -253,6 +253,9 @@ ssize_t data_write(struct zfs *fs, struct zm_inode *in, const void *buf,
  * exclusive; waits for chunks being written first.
  */
 void data_truncate_staged(struct zfs *fs, struct zfs_rt *rt, uint64_t size);
+/* zfs_read_buf() and zfs_read_buf_put(). */
+void *data_read_buf(struct zfs *fs, size_t size);
+void data_read_buf_put(struct zfs *fs, void *buf, size_t size);
 /*
  * Give back the buffers kept for reuse, but a few, if none was taken since
  * the last call (the background thread calls it every commit interval).

@@ -125,7 +125,7 @@ static void read_all_ways(uint32_t bs)
 			   reads[i].len);
 	}
 	TU_OK(zfs_release(fs, (uint64_t)ino, 0));
-	free(direct);
+	zfs_read_buf_put(fs, direct, FILE_SIZE + TU_MIB);
 	free(plain);
 	free(model);
 	tu_unmount(fs);
@@ -167,7 +167,7 @@ START_TEST(test_read_after_remount)
 		check_read(fs, (uint64_t)ino, direct, model, reads[i].off,
 			   reads[i].len);
 	TU_OK(zfs_release(fs, (uint64_t)ino, 0));
-	free(direct);
+	zfs_read_buf_put(fs, direct, FILE_SIZE + TU_MIB);
 	free(model);
 	tu_unmount(fs);
 }
@@ -189,8 +189,51 @@ START_TEST(test_read_errors)
 	ck_assert_int_eq(zfs_read(fs, (uint64_t)d, buf, 4096, 0), -EISDIR);
 	ck_assert_int_eq(zfs_read(fs, 999999, buf, 4096, 0), -ENOENT);
 	ck_assert_int_eq(zfs_read(fs, (uint64_t)d, buf, 4096, -1), -EINVAL);
-	free(buf);
+	zfs_read_buf_put(fs, buf, 4096);
 	tu_unmount(fs);
+}
+END_TEST
+
+/*
+ * Large read buffers are handed from one read to the next, on read-write
+ * and read-only mounts alike; every size is aligned for the device.
+ */
+static void read_bufs_reused(bool rdonly)
+{
+	static const size_t sizes[] = { 1, 4096, 128 * 1024, ZFS_CHUNK,
+					ZFS_CHUNK + 4096 };
+	struct zfs *fs;
+	char *a, *b;
+	uint32_t n;
+	size_t i;
+
+	fs = tu_mount(tu_img, rdonly);
+	for (i = 0; i < ZF_ARRAY_SIZE(sizes); i++) {
+		a = zfs_read_buf(fs, sizes[i]);
+		ck_assert_ptr_nonnull(a);
+		ck_assert_uint_eq((uintptr_t)a % zdev_buf_align(fs->dev), 0);
+		memset(a, 0x5a, sizes[i]);
+		zfs_read_buf_put(fs, a, sizes[i]);
+	}
+	/* A large buffer comes from the chunk pool and goes back to it. */
+	n = fs->nr_pool;
+	ck_assert_uint_gt(n, 0);
+	a = zfs_read_buf(fs, 256 * 1024);
+	ck_assert_uint_eq(fs->nr_pool, n - 1);
+	ck_assert_ptr_eq(a, fs->pool[n - 1]);
+	b = zfs_read_buf(fs, 4096); /* a small one does not */
+	ck_assert_uint_eq(fs->nr_pool, n - 1);
+	zfs_read_buf_put(fs, b, 4096);
+	zfs_read_buf_put(fs, a, 256 * 1024);
+	ck_assert_uint_eq(fs->nr_pool, n);
+	tu_unmount(fs);
+}
+
+START_TEST(test_read_bufs_reused)
+{
+	mkfs(4096);
+	read_bufs_reused(false);
+	read_bufs_reused(true);
 }
 END_TEST
 
@@ -207,6 +250,7 @@ int main(void)
 	add(s, "read_any_buffer_512", test_read_any_buffer_512);
 	add(s, "read_after_remount", test_read_after_remount);
 	add(s, "read_errors", test_read_errors);
+	add(s, "read_bufs_reused", test_read_bufs_reused);
 	printf("check_data: reads return the file's bytes into any buffer, from the device and from staging\n");
 	return tu_run(s);
 }

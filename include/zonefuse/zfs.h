@@ -225,8 +225,13 @@ int zfs_release(struct zfs *fs, uint64_t ino, unsigned int cache);
  */
 ssize_t zfs_read(struct zfs *fs, uint64_t ino, void *buf, size_t size,
 		 off_t off);
-/* A buffer of @size bytes aligned for the device; free(). NULL: ENOMEM. */
+/*
+ * A buffer of @size bytes aligned for the device, or NULL (ENOMEM). Large
+ * ones are reused from one read to the next, so give it back with
+ * zfs_read_buf_put() and the same @size, never free().
+ */
 void *zfs_read_buf(struct zfs *fs, size_t size);
+void zfs_read_buf_put(struct zfs *fs, void *buf, size_t size);
 /*
  * Write @size bytes at @off (@append: at the end, O_APPEND). Returns the
  * count; *@newoff (if not NULL) gets the offset after the write.

@@ -124,7 +124,7 @@ static void mount_usage(FILE *f)
 		"  -o allow_other         let other users in (see /etc/fuse.conf)\n"
 		"  -o default_permissions let the kernel check permissions too\n"
 		"  -o commit=SECONDS      journal commit interval (default 5)\n"
-		"  -o stage_mb=MB         DRAM for staged writes (default 256)\n"
+		"  -o stage_mb=MB         DRAM for staged writes (default 64)\n"
 		"  -o writeback_threads=N threads writing staged data to zones (default 2)\n"
 		"  -o threads=N           FUSE request threads (default 10)\n"
 		"  -o readahead_kb=KB     kernel readahead of the mount (default 4096)\n"

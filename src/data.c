@@ -1188,8 +1188,10 @@ int data_init(struct zfs *fs)
 	 * read-only mount has no background thread to trim the pool: it
 	 * keeps for its reads what an idle mount keeps.
 	 */
-	fs->pool_max = fs->rdonly ? DATA_POOL_KEEP :
-		       (uint32_t)(fs->opts.stage_bytes / ZFS_CHUNK) +
+	if (fs->rdonly)
+		fs->pool_max = DATA_POOL_KEEP;
+	else
+		fs->pool_max = (uint32_t)(fs->opts.stage_bytes / ZFS_CHUNK) +
 			       DATA_MAX_OPEN;
 	fs->pool = calloc(fs->pool_max, sizeof(*fs->pool));
 	if (!fs->pool)

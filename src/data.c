@@ -293,9 +293,22 @@ static void data_dirty_del(struct zfs *fs, struct zfs_rt *rt)
 	rt->dirty = false;
 }
 
+/* Queue @rt for the writeback threads. Caller holds wb_lock. */
+static void data_queue(struct zfs *fs, struct zfs_rt *rt)
+{
+	rt->wb_queued = true;
+	rt->wb_next = NULL;
+	if (fs->wb_tail)
+		fs->wb_tail->wb_next = rt;
+	else
+		fs->wb_queue = rt;
+	fs->wb_tail = rt;
+	pthread_cond_signal(&fs->wb_cv);
+}
+
 /*
- * Seal @c (an open chunk of @rt) and queue it for writeback. Caller holds
- * the rt lock exclusive.
+ * Seal @c (an open chunk of @rt) and queue it for writeback, unless it is
+ * queued or being written already. Caller holds the rt lock exclusive.
  */
 static void data_seal(struct zfs *fs, struct zfs_rt *rt, struct zfs_chunk *c)
 {
@@ -316,16 +329,8 @@ static void data_seal(struct zfs *fs, struct zfs_rt *rt, struct zfs_chunk *c)
 	fs->wb_pending++;
 	if (!rt->open)
 		data_dirty_del(fs, rt);
-	if (!rt->wb_queued && !rt->wb_busy) {
-		rt->wb_queued = true;
-		rt->wb_next = NULL;
-		if (fs->wb_tail)
-			fs->wb_tail->wb_next = rt;
-		else
-			fs->wb_queue = rt;
-		fs->wb_tail = rt;
-		pthread_cond_signal(&fs->wb_cv);
-	}
+	if (!rt->wb_queued && !rt->wb_busy)
+		data_queue(fs, rt);
 	pthread_mutex_unlock(&fs->wb_lock);
 }
 
@@ -723,6 +728,7 @@ static bool data_enospc_retry(struct zfs *fs, unsigned int *tries)
 {
 	struct timespec ts = { 0, 100000000 };
 
+	fs->space_low = true;
 	if (++*tries > 100 || fs->error || fs->wb_stop)
 		return false;
 	gc_collect(fs, 1);
@@ -947,10 +953,7 @@ static bool data_wb_yield(struct zfs *fs, struct zfs_rt *rt)
 	yield = fs->wb_queue != NULL;
 	if (yield) {
 		rt->wb_busy = false;
-		rt->wb_queued = true;
-		rt->wb_next = NULL;
-		fs->wb_tail->wb_next = rt;
-		fs->wb_tail = rt;
+		data_queue(fs, rt); /* wakes a thread: the caller may be none */
 	}
 	pthread_mutex_unlock(&fs->wb_lock);
 	return yield;
@@ -1054,6 +1057,53 @@ void data_start_inode(struct zfs *fs, struct zfs_rt *rt)
 	pthread_rwlock_wrlock(&rt->lock);
 	data_seal_all(fs, rt, 0);
 	pthread_rwlock_unlock(&rt->lock);
+}
+
+/*
+ * A new small file's data was handed to a writeback thread at its last
+ * close, which cost each file a wakeup and a sleep of that thread, and its
+ * locks taken against the request threads': with 4 KiB files the daemon
+ * switched 8.9 times per file, 3.8 with empty ones, and created 7.7k
+ * files/s where writing on the closing thread makes 9.6k. The close
+ * (RELEASE) does not make the program wait, so its thread may as well do
+ * the write. Not while free zones run low (space_low): the writeback's
+ * ENOSPC retries may wait for seconds, which a request thread should not.
+ * The flag is the background thread's last look, so a close may still
+ * meet ENOSPC first; it then waits as a writeback thread would, and sets
+ * the flag for the closes after it.
+ */
+bool data_close_inode(struct zfs *fs, struct zfs_rt *rt)
+{
+	bool claim;
+
+	pthread_rwlock_wrlock(&rt->lock);
+	claim = !fs->space_low && rt->nr_open == 1 && !rt->wb_first;
+	if (claim) {
+		pthread_mutex_lock(&fs->wb_lock);
+		claim = !rt->wb_queued && !rt->wb_busy;
+		if (claim) /* busy: the seal below does not queue it */
+			rt->wb_busy = true;
+		pthread_mutex_unlock(&fs->wb_lock);
+	}
+	data_seal_all(fs, rt, 0);
+	pthread_rwlock_unlock(&rt->lock);
+	return claim;
+}
+
+void data_write_claimed(struct zfs *fs, struct zfs_rt *rt)
+{
+	uint32_t max = 16;
+	struct data_piece *pieces = malloc(max * sizeof(*pieces));
+
+	if (!pieces) {
+		pthread_mutex_lock(&fs->wb_lock);
+		rt->wb_busy = false;
+		data_queue(fs, rt);
+		pthread_mutex_unlock(&fs->wb_lock);
+		return;
+	}
+	data_wb_inode(fs, rt, &pieces, &max);
+	free(pieces);
 }
 
 int data_flush_inode(struct zfs *fs, struct zfs_rt *rt)

@@ -1201,9 +1201,10 @@ out_unlock:
  *   committed then does not leave the file empty or cut short for long
  *   (ext4's auto_da_alloc).
  * A later open that appends is not such a writer: its data still waits, so
- * that small appends gather into whole blocks.
+ * that small appends gather into whole blocks. True: the caller writes the
+ * data, with data_write_claimed() once it holds no lock.
  */
-static void zfs_release_seal(struct zfs *fs, struct zm_inode *in,
+static bool zfs_release_seal(struct zfs *fs, struct zm_inode *in,
 			     struct zfs_rt *rt)
 {
 	bool seal;
@@ -1212,15 +1213,14 @@ static void zfs_release_seal(struct zfs *fs, struct zm_inode *in,
 	seal = rt->seal_on_close;
 	rt->seal_on_close = false;
 	pthread_rwlock_unlock(&rt->lock);
-	if (seal && in->nlink)
-		data_start_inode(fs, rt);
+	return seal && in->nlink && data_close_inode(fs, rt);
 }
 
 int zfs_release(struct zfs *fs, uint64_t ino, unsigned int cache)
 {
+	struct zfs_rt *rt = NULL, *claimed = NULL;
 	struct zfs_head *head = NULL;
 	struct zm_inode *in;
-	struct zfs_rt *rt = NULL;
 
 	pthread_rwlock_wrlock(&fs->meta_lock);
 	in = zm_iget(&fs->m, ino);
@@ -1240,8 +1240,8 @@ int zfs_release(struct zfs *fs, uint64_t ino, unsigned int cache)
 	 */
 	if (rt && !in->nlink)
 		data_discard(fs, rt);
-	else if (rt)
-		zfs_release_seal(fs, in, rt);
+	else if (rt && zfs_release_seal(fs, in, rt))
+		claimed = rt; /* pinned: outlives meta_lock */
 	if (in && !zm_inode_busy(in) && !in->nlink) {
 		zfs_inode_maybe_free(fs, in);
 		rt = NULL;
@@ -1252,6 +1252,8 @@ int zfs_release(struct zfs *fs, uint64_t ino, unsigned int cache)
 	pthread_rwlock_unlock(&fs->meta_lock);
 	if (head)
 		alloc_put_head(fs, head);
+	if (claimed)
+		data_write_claimed(fs, claimed);
 	return 0;
 }
 
@@ -2155,7 +2157,8 @@ static void *zfs_bg_main(void *arg)
 			 * Free zones low: empty one zone, commit the moves
 			 * (the commit kicks this thread again to reset it).
 			 */
-			if (!fs->opts.no_reclaim_thread && gc_wanted(fs) &&
+			fs->space_low = gc_wanted(fs);
+			if (!fs->opts.no_reclaim_thread && fs->space_low &&
 			    gc_collect(fs, 1) > 0)
 				jrnl_commit(fs->j, UINT64_MAX);
 		}

@@ -103,7 +103,11 @@ struct zfs_rt {
 			      cached open drops the page cache */
 	uint64_t ino;
 	struct zm_inode *inode;
-	/* Writeback scheduling: protected by zfs.wb_lock. */
+	/*
+	 * Writeback scheduling: protected by zfs.wb_lock. wb_busy: a
+	 * writeback thread, or the thread of the last close, is writing the
+	 * sealed chunks (data_close_inode()).
+	 */
 	bool wb_queued, wb_busy;
 	struct zfs_rt *wb_next;
 	pthread_cond_t wb_done; /* with zfs.wb_lock: a chunk was applied */
@@ -199,6 +203,12 @@ struct zfs {
 
 	/* Reclaim: one collector at a time. Lock order: before meta_lock. */
 	pthread_mutex_t gc_lock;
+	/*
+	 * Free zones are low: gc_wanted() as the background thread last saw
+	 * it, or a data write met ENOSPC since. Closes then leave their data
+	 * to the writeback threads (data_close_inode()).
+	 */
+	_Atomic bool space_low;
 
 	/* Counters since mount (added to the journaled lifetime ones). */
 	_Atomic uint64_t host_bytes;
@@ -242,6 +252,16 @@ int data_flush_all(struct zfs *fs);
 int data_flush_inode(struct zfs *fs, struct zfs_rt *rt);
 /* Queue all of @rt's staged data for writeback, without waiting. */
 void data_start_inode(struct zfs *fs, struct zfs_rt *rt);
+/*
+ * The last close of a file whose data goes out now: seal all of it. A
+ * file of one chunk, while free zones are not low, is kept for the
+ * caller: true, and the caller must then call data_write_claimed() once
+ * it holds no lock (the rt stays pinned until then). Otherwise the data
+ * is queued for the writeback threads: false.
+ */
+bool data_close_inode(struct zfs *fs, struct zfs_rt *rt);
+/* Write what data_close_inode() kept, as a writeback thread would. */
+void data_write_claimed(struct zfs *fs, struct zfs_rt *rt);
 /* Seal chunks idle for more than @idle_ns (commit timer). */
 void data_seal_idle(struct zfs *fs, uint64_t idle_ns);
 ssize_t data_read(struct zfs *fs, struct zm_inode *in, void *buf, size_t size,

@@ -250,8 +250,6 @@ void data_stop(struct zfs *fs);
 int data_flush_all(struct zfs *fs);
 /* Same for one inode. */
 int data_flush_inode(struct zfs *fs, struct zfs_rt *rt);
-/* Queue all of @rt's staged data for writeback, without waiting. */
-void data_start_inode(struct zfs *fs, struct zfs_rt *rt);
 /*
  * The last close of a file whose data goes out now: seal all of it. A
  * file of one chunk, while free zones are not low, is kept for the

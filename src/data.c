@@ -1053,6 +1053,20 @@ static void *data_wb_main(void *arg)
 /* ---- flushing ---------------------------------------------------------------------- */
 
 /*
+ * The last close of a file written whole (seal_on_close) starts writing its
+ * staged data out, instead of leaving it to idle for half a commit
+ * interval. Whole means:
+ * - created by the open: a tree being copied or extracted (a dataset, the
+ *   shards of a checkpoint) otherwise sat in staging until the budget
+ *   (stage_mb) was full, and each writer then waited for all of it to be
+ *   written: 8,000 new files of 128 KiB went from 247 to 477 MB/s;
+ * - truncated to nothing and written again (the other replace idiom,
+ *   open(O_TRUNC) and write): a crash after the truncate's record is
+ *   committed then does not leave the file empty or cut short for long
+ *   (ext4's auto_da_alloc).
+ * A later open that appends is not such a writer: its data still waits, so
+ * that small appends gather into whole blocks.
+ *
  * A new small file's data was handed to a writeback thread at its last
  * close, which cost each file a wakeup and a sleep of that thread, and its
  * locks taken against the request threads': with 4 KiB files the daemon
@@ -1070,6 +1084,11 @@ bool data_close_inode(struct zfs *fs, struct zfs_rt *rt)
 	bool claim;
 
 	pthread_rwlock_wrlock(&rt->lock);
+	if (!rt->seal_on_close) {
+		pthread_rwlock_unlock(&rt->lock);
+		return false;
+	}
+	rt->seal_on_close = false;
 	claim = !fs->space_low && rt->nr_open == 1 && !rt->wb_first;
 	if (claim) {
 		pthread_mutex_lock(&fs->wb_lock);

@@ -1188,34 +1188,6 @@ out_unlock:
 	return ret;
 }
 
-/*
- * The last close of a file written whole starts writing its staged data
- * out, instead of leaving it to idle for half a commit interval. The close
- * does not wait for the writes. Whole means:
- * - created by the open: a tree being copied or extracted (a dataset, the
- *   shards of a checkpoint) otherwise sat in staging until the budget
- *   (stage_mb) was full, and each writer then waited for all of it to be
- *   written: 8,000 new files of 128 KiB went from 247 to 477 MB/s;
- * - truncated to nothing and written again (the other replace idiom,
- *   open(O_TRUNC) and write): a crash after the truncate's record is
- *   committed then does not leave the file empty or cut short for long
- *   (ext4's auto_da_alloc).
- * A later open that appends is not such a writer: its data still waits, so
- * that small appends gather into whole blocks. True: the caller writes the
- * data, with data_write_claimed() once it holds no lock.
- */
-static bool zfs_release_seal(struct zfs *fs, struct zm_inode *in,
-			     struct zfs_rt *rt)
-{
-	bool seal;
-
-	pthread_rwlock_wrlock(&rt->lock);
-	seal = rt->seal_on_close;
-	rt->seal_on_close = false;
-	pthread_rwlock_unlock(&rt->lock);
-	return seal && in->nlink && data_close_inode(fs, rt);
-}
-
 int zfs_release(struct zfs *fs, uint64_t ino, unsigned int cache)
 {
 	struct zfs_rt *rt = NULL, *claimed = NULL;
@@ -1240,7 +1212,7 @@ int zfs_release(struct zfs *fs, uint64_t ino, unsigned int cache)
 	 */
 	if (rt && !in->nlink)
 		data_discard(fs, rt);
-	else if (rt && zfs_release_seal(fs, in, rt))
+	else if (rt && data_close_inode(fs, rt))
 		claimed = rt; /* pinned: outlives meta_lock */
 	if (in && !zm_inode_busy(in) && !in->nlink) {
 		zfs_inode_maybe_free(fs, in);

@@ -91,7 +91,7 @@ struct zfs_rt {
 	uint64_t flushed;     /* data bytes written to zones so far */
 	bool seal_on_close;   /* created by an open, or truncated to 0 from
 				 a non-empty size: the last close writes
-				 the staged data out (zfs_release()) */
+				 the staged data out (data_close_inode()) */
 	/*
 	 * The kernel's caching of this file (ZFS_OPEN_* in zfs.h), protected
 	 * by zfs.meta_lock. rt lives until the kernel forgets the inode, and
@@ -251,11 +251,12 @@ int data_flush_all(struct zfs *fs);
 /* Same for one inode. */
 int data_flush_inode(struct zfs *fs, struct zfs_rt *rt);
 /*
- * The last close of a file whose data goes out now: seal all of it. A
- * file of one chunk, while free zones are not low, is kept for the
- * caller: true, and the caller must then call data_write_claimed() once
- * it holds no lock (the rt stays pinned until then). Otherwise the data
- * is queued for the writeback threads: false.
+ * The last close of a linked file: if its data goes out at close
+ * (seal_on_close), seal all of it. A file of one chunk, while free zones
+ * are not low, is kept for the caller: true, and the caller must then
+ * call data_write_claimed() once it holds no lock (the rt stays pinned
+ * until then). Otherwise the data is queued for the writeback threads, or
+ * left staged: false.
  */
 bool data_close_inode(struct zfs *fs, struct zfs_rt *rt);
 /* Write what data_close_inode() kept, as a writeback thread would. */

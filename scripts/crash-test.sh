@@ -6,6 +6,8 @@
 #    recorded emulator image, every crash point of every recording, every
 #    state of a point (a seeded sample past 64), each checked: fsck, mount,
 #    the oracle, fsck after recovery. The oracle's own test runs first.
+#    Then the long workloads kept as files (tests/crash/workloads/*.wl, on
+#    the 'full' setup), every crash point.
 # 2. check_fault: device errors under a mounted file system.
 # 3. kill-record.sh (as root, with /dev/fuse): a recording daemon killed
 #    with SIGKILL at random moments while it writes, reclaims and rolls
@@ -78,6 +80,24 @@ herr=$(sed -n 's/.* \([0-9]*\) harness errors.*/\1/p' <<<"$summary")
 grep -E '^(VIOLATION|HARNESS ERROR|WORKLOAD ERROR)' "$log" | awk '{print "  " $0}' |
 	cut -c1-160 | sort -u | head -20
 
+# The long workloads kept as files: every crash point of each.
+wl_summary=""
+wl_rc=0
+for wl in tests/crash/workloads/*.wl; do
+	say "crash_ace --setup full --workload-file $wl -j $jobs"
+	"$ace" --setup full --workload-file "$wl" -j "$jobs" >>"$log" 2>&1
+	rc=$?
+	line=$(grep -E '^crash_ace: [0-9]+ workloads,' "$log" | tail -1)
+	wl_states=$(sed -n 's/.* \([0-9]*\) crash states checked.*/\1/p' <<<"$line")
+	if [ "$rc" = 0 ]; then
+		wl_summary+="$(basename "$wl" .wl) ${wl_states:-?} states passed; "
+	else
+		wl_rc=1
+		wl_summary+="$(basename "$wl" .wl) FAILED; "
+		say "${line#crash_ace: }"
+	fi
+done
+
 # ---- 2. fault injection ------------------------------------------------------------
 say "check_fault"
 "$build/tests/crash/check_fault" >>"$log" 2>&1
@@ -121,6 +141,8 @@ echo "crash-test summary (seed $seed, $jobs jobs, $((SECONDS - t0)) s in all):"
 printf '  library workloads: %s, crash states checked: %s, in %d s\n' \
 	"${workloads:-?}" "${states:-?}" "$ace_secs"
 printf '  violations: %s, harness errors: %s\n' "${viol:-?}" "${herr:-?}"
+wl_summary=${wl_summary%; }
+printf '  workload files: %s\n' "${wl_summary:-none}"
 printf '  fault injection: %s\n' "${fault_line:-?}"
 printf '  kill tests: %s\n' "$kill_summary"
-[ "$ace_rc" = 0 ] && [ "$fault_rc" = 0 ] && [ "$kill_rc" = 0 ]
+[ "$ace_rc" = 0 ] && [ "$wl_rc" = 0 ] && [ "$fault_rc" = 0 ] && [ "$kill_rc" = 0 ]

@@ -1413,6 +1413,7 @@ int main(int argc, char **argv)
 	struct ace_cfg cfg = { .max_all = 64, .sample = 24, .seed = 1,
 			       .only_point = -1 };
 	const char *setup = NULL, *workload = NULL, *only = NULL, *tmp;
+	char *file_text = NULL; /* --workload-file's text */
 	bool list = false, selftest = false;
 	int level = ACE_QUICK;
 	unsigned int jobs = 1;
@@ -1476,12 +1477,6 @@ int main(int argc, char **argv)
 			break;
 		case 'f':
 			cfg.workload_file = optarg;
-			workload = ace_read_file(optarg);
-			if (!workload) {
-				fprintf(stderr, "crash_ace: %s: %s\n", optarg,
-					strerror(errno));
-				return 2;
-			}
 			break;
 		case 'o':
 			only = optarg;
@@ -1515,7 +1510,7 @@ int main(int argc, char **argv)
 	}
 	cfg.level = level;
 	cfg.triples = triples;
-	if (optind < argc || (workload && !setup) ||
+	if (optind < argc || ((workload || cfg.workload_file) && !setup) ||
 	    (cfg.only_keep && cfg.only_point < 0)) {
 		ace_usage(stderr);
 		return 2;
@@ -1533,6 +1528,15 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	cfg.work = work;
+	if (cfg.workload_file) {
+		workload = file_text = ace_read_file(cfg.workload_file);
+		if (!file_text) {
+			ret = -errno;
+			fprintf(stderr, "crash_ace: %s: %s\n",
+				cfg.workload_file, strerror(-ret));
+			goto out_rm;
+		}
+	}
 	ret = ace_make_setups(work);
 	if (ret)
 		goto out_rm;
@@ -1596,6 +1600,7 @@ out_rm:
 	for (i = 0; i < ws.n; i++)
 		free(ws.w[i].ops);
 	free(ws.w);
+	free(file_text);
 	for (i = 0; i < ZF_ARRAY_SIZE(ace_imgs); i++) {
 		if (ace_imgs[i].name) {
 			unlink(ace_imgs[i].img);

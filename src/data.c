@@ -1077,7 +1077,9 @@ static void *data_wb_main(void *arg)
  * ENOSPC retries may wait for seconds, which a request thread should not.
  * The flag is the background thread's last look, so a close may still
  * meet ENOSPC first; it then waits as a writeback thread would, and sets
- * the flag for the closes after it.
+ * the flag for the closes after it. Before that, taking a zone may run
+ * reclaim on the closing thread (alloc_head_zone()), as a WRITE's space
+ * check does (alloc_reserve()): the write path's own backpressure.
  */
 bool data_close_inode(struct zfs *fs, struct zfs_rt *rt)
 {

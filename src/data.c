@@ -731,7 +731,7 @@ static bool data_enospc_retry(struct zfs *fs, unsigned int *tries)
 	fs->space_low = true;
 	if (++*tries > 100 || fs->error || fs->wb_stop)
 		return false;
-	gc_collect(fs, 1);
+	gc_collect(fs, 1, true);
 	jrnl_commit(fs->j, UINT64_MAX);
 	alloc_reclaim(fs);
 	nanosleep(&ts, NULL);

@@ -178,7 +178,7 @@ static int gc_move(struct zfs *fs, const struct gc_piece *p, char *buf,
 	return 0;
 }
 
-int gc_collect(struct zfs *fs, uint32_t want)
+int gc_collect(struct zfs *fs, uint32_t want, bool any)
 {
 	uint32_t freed = 0;
 	size_t bufsz = ZFS_CHUNK;
@@ -192,7 +192,7 @@ int gc_collect(struct zfs *fs, uint32_t want)
 		return -ENOMEM;
 	pthread_mutex_lock(&fs->gc_lock);
 	while (freed < want) {
-		uint32_t zone = alloc_gc_victim(fs);
+		uint32_t zone = alloc_gc_victim(fs, any);
 		struct gc_piece *pieces = NULL;
 		size_t n = 0, i;
 

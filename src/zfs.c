@@ -2131,7 +2131,7 @@ static void *zfs_bg_main(void *arg)
 			 */
 			fs->space_low = gc_wanted(fs);
 			if (!fs->opts.no_reclaim_thread && fs->space_low &&
-			    gc_collect(fs, 1) > 0)
+			    gc_collect(fs, 1, false) > 0)
 				jrnl_commit(fs->j, UINT64_MAX);
 		}
 		pthread_mutex_lock(&fs->bg_lock);

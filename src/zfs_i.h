@@ -309,10 +309,12 @@ static inline uint64_t data_vsize(const struct zm_inode *in)
 
 /*
  * Move the live data out of mostly-dead zones until @want zones more are
- * free (or nothing is worth moving). Returns the zones freed, or an errno.
- * Call with no file system lock held.
+ * free (or nothing is worth moving). With @any, for a writer with admitted
+ * data and nowhere to put it, a zone with a block to gain is worth moving
+ * (alloc_gc_victim()). Returns the zones freed, or an errno. Call with no
+ * file system lock held.
  */
-int gc_collect(struct zfs *fs, uint32_t want);
+int gc_collect(struct zfs *fs, uint32_t want, bool any);
 /* Should the background thread collect? (free zones under the mark) */
 bool gc_wanted(struct zfs *fs);
 
@@ -353,9 +355,10 @@ uint32_t alloc_free_zones(struct zfs *fs, uint32_t *floor);
 /*
  * Pick the zone reclaim should empty next (cost-benefit: dead space and
  * age against the live bytes to copy), or ZF_NO_ZONE. It is flagged so
- * that nothing else takes it.
+ * that nothing else takes it. With @any, the zone with the most dead
+ * bytes, however few.
  */
-uint32_t alloc_gc_victim(struct zfs *fs);
+uint32_t alloc_gc_victim(struct zfs *fs, bool any);
 void alloc_gc_done(struct zfs *fs, uint32_t zone);
 extern const struct jrnl_cb alloc_jrnl_cb;
 

@@ -243,6 +243,54 @@ static void alloc_finish(struct zfs *fs, struct zm_zone *z)
 }
 
 /*
+ * The head other than @self that is not writing now and whose zone
+ * @score rates highest (0: not a candidate), returned with its lock held;
+ * NULL if none. alloc_lock held; heads' locks are only tried, keeping the
+ * lock order (a head's lock before alloc_lock).
+ */
+static struct zfs_head *alloc_idle_head(struct zfs *fs, struct zfs_head *self,
+					uint64_t (*score)(const struct zm_zone *))
+{
+	struct zfs_head *shared[3] = { &fs->small, &fs->hot, &fs->gc };
+	struct zfs_head *best = NULL, *h;
+	uint64_t best_score = 0;
+	uint32_t i;
+
+	for (i = 0; i < 3 + 1; i++) {
+		for (h = i < 3 ? shared[i] : fs->heads; h;
+		     h = i < 3 ? NULL : h->next) {
+			uint64_t sc;
+
+			if (h == self || h->zone == ZF_NO_ZONE ||
+			    pthread_mutex_trylock(&h->lock))
+				continue;
+			sc = h->zone == ZF_NO_ZONE ? 0 :
+						     score(&fs->m.zones[h->zone]);
+			if (sc > best_score) {
+				if (best)
+					pthread_mutex_unlock(&best->lock);
+				best = h;
+				best_score = sc;
+			} else {
+				pthread_mutex_unlock(&h->lock);
+			}
+		}
+	}
+	return best;
+}
+
+/* Scores for alloc_idle_head(): the fullest zone; the most room left. */
+static uint64_t alloc_score_written(const struct zm_zone *z)
+{
+	return z->wp - z->start + 1;
+}
+
+static uint64_t alloc_score_room(const struct zm_zone *z)
+{
+	return z->start + z->cap - z->wp;
+}
+
+/*
  * Free an active slot: finish the fullest parked zone, else the fullest
  * zone of a head that is not writing now (other than @self). Zones nearly
  * full cost little to finish; their dead tail is reclaimed with them.
@@ -251,9 +299,8 @@ static void alloc_finish(struct zfs *fs, struct zm_zone *z)
 static bool alloc_free_slot(struct zfs *fs, struct zfs_head *self,
 			    bool heads_too)
 {
-	struct zfs_head *heads[3] = { &fs->small, &fs->hot, &fs->gc };
-	struct zfs_head *bh = NULL, *h;
 	struct zm_zone *best = NULL;
+	struct zfs_head *bh;
 	uint32_t i;
 
 	for (i = 0; i < fs->m.nr_zones; i++) {
@@ -267,27 +314,10 @@ static bool alloc_free_slot(struct zfs *fs, struct zfs_head *self,
 		alloc_finish(fs, best);
 		return true;
 	}
-	for (i = 0; heads_too && i < 3 + 1; i++) {
-		for (h = i < 3 ? heads[i] : fs->heads; h;
-		     h = i < 3 ? NULL : h->next) {
-			struct zm_zone *z;
-
-			if (h == self || h->zone == ZF_NO_ZONE ||
-			    pthread_mutex_trylock(&h->lock))
-				continue;
-			z = h->zone == ZF_NO_ZONE ? NULL : &fs->m.zones[h->zone];
-			if (z && (!best || z->wp - z->start > best->wp - best->start)) {
-				if (bh)
-					pthread_mutex_unlock(&bh->lock);
-				best = z;
-				bh = h;
-			} else {
-				pthread_mutex_unlock(&h->lock);
-			}
-		}
-	}
-	if (!best)
+	bh = heads_too ? alloc_idle_head(fs, self, alloc_score_written) : NULL;
+	if (!bh)
 		return false;
+	best = &fs->m.zones[bh->zone];
 	best->flags &= (uint8_t)~ZFS_ZF_HEAD;
 	bh->zone = ZF_NO_ZONE;
 	alloc_finish(fs, best);
@@ -610,39 +640,15 @@ static struct zm_zone *alloc_parked_for(struct zfs *fs, struct zfs_head *head,
  */
 static bool alloc_steal_zone(struct zfs *fs, struct zfs_head *head)
 {
-	struct zfs_head *shared[3] = { &fs->small, &fs->hot, &fs->gc };
-	struct zfs_head *best = NULL, *h;
-	uint64_t best_room = fs->bs - 1;
-	uint32_t i;
+	struct zfs_head *best = alloc_idle_head(fs, head, alloc_score_room);
 
-	for (i = 0; i < 3 + 1; i++) {
-		for (h = i < 3 ? shared[i] : fs->heads; h;
-		     h = i < 3 ? NULL : h->next) {
-			const struct zm_zone *z;
-			uint64_t room;
-
-			if (h == head || h->zone == ZF_NO_ZONE ||
-			    pthread_mutex_trylock(&h->lock))
-				continue;
-			z = h->zone == ZF_NO_ZONE ? NULL : &fs->m.zones[h->zone];
-			room = z ? z->start + z->cap - z->wp : 0;
-			if (room > best_room) {
-				if (best)
-					pthread_mutex_unlock(&best->lock);
-				best = h;
-				best_room = room;
-			} else {
-				pthread_mutex_unlock(&h->lock);
-			}
-		}
-	}
 	if (!best)
 		return false;
 	head->zone = best->zone;
 	best->zone = ZF_NO_ZONE;
 	pthread_mutex_unlock(&best->lock);
 	zlog_debug("zone %u: taken over from another head, %" PRIu64 " bytes left",
-		   head->zone, best_room);
+		   head->zone, alloc_score_room(&fs->m.zones[head->zone]));
 	return true;
 }
 

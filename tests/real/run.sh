@@ -3,7 +3,9 @@
 # scripts/zoned-vm.sh (see scripts/test.sh): the device-layer conformance
 # tests and the end-to-end mount test on every zoned device the guest has
 # ($ZONEFUSE_NULLB, $ZONEFUSE_ZNS), or on the devices named as arguments;
-# then the page-cache test of e2e-ops on the guest's kernel.
+# the mixed space workload (random overwrites at 90% full, every byte
+# checked) on the null_blk device; then the page-cache test of e2e-ops on
+# the guest's kernel.
 set -uo pipefail
 
 B=${ZONEFUSE_BUILD:-build}
@@ -31,6 +33,18 @@ for d in "${devs[@]}"; do
 		failed=1
 	fi
 done
+# Reclaim and placement near full under the device's own zone rules (its
+# limits, capacity below size): about 100 s for 1 GiB under TCG.
+if [ -n "${ZONEFUSE_NULLB:-}" ]; then
+	if ZONEFUSE="$B/src/zonefuse" E2E_TIMEOUT=600 python3 tests/space/mixed.py \
+		--device "$ZONEFUSE_NULLB" >/tmp/mixed.log 2>&1; then
+		echo "  mixed space workload at 90% full on $ZONEFUSE_NULLB: passed ($(grep -o 'WA [0-9.]*' /tmp/mixed.log | tail -n 1))"
+	else
+		echo "  mixed space workload at 90% full on $ZONEFUSE_NULLB: FAILED"
+		tail -n 30 /tmp/mixed.log
+		failed=1
+	fi
+fi
 # The FUSE edge on this guest's kernel (Debian's 6.1): its page-cache rules
 # (6.1 drops no cached pages for an uncached write, as kernels from 6.6 on
 # do, so only here can the test catch a rule that is missing) and the

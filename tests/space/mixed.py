@@ -14,7 +14,9 @@ out of mostly dead zones while the writers go on. Checked:
   and fsck says clean.
 
 It prints its write amplification and the bytes reclaim copied (figures,
-not assertions). `mixed.py SEED` replays one seed.
+not assertions). `mixed.py SEED` replays one seed. `mixed.py --device DEV
+[SEED]` runs on a zoned block device instead of an emulator image (it is
+formatted: tests/real/run.sh, in a guest).
 """
 import errno
 import os
@@ -150,10 +152,14 @@ def workload(f, rng, target, ops):
     return peak
 
 
-def run(seed):
+def run(seed, device=None):
     rng = random.Random(seed)
     e.log(f"seed {seed}")
-    img = e.image("mixed.img", "128M", "2M")
+    if device:
+        img = device
+        e.zf("mkfs", "--force", img)
+    else:
+        img = e.image("mixed.img", "128M", "2M")
     m = e.Mount(img, "mnt")
     cap = m.stats()["capacity_bytes"]
     f = Files(m, rng, cap)
@@ -211,5 +217,10 @@ if __name__ == "__main__":
     e.begin(f"random overwrites, creates and deletes at {int(FILL * 100)}% of "
             "the capacity: no ENOSPC, reclaim keeps up, every byte verified "
             "live and after a remount, fsck clean")
-    seed = int(sys.argv[1]) if len(sys.argv) > 1 else 6
-    e.run_tests([("mixed", lambda: run(seed))], picked=[])
+    args = sys.argv[1:]
+    device = None
+    if args[:1] == ["--device"] and len(args) > 1:
+        device = args[1]
+        args = args[2:]
+    seed = int(args[0]) if args else 6
+    e.run_tests([("mixed", lambda: run(seed, device))], picked=[])

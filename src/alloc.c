@@ -248,8 +248,9 @@ static void alloc_finish(struct zfs *fs, struct zm_zone *z)
  * NULL if none. alloc_lock held; heads' locks are only tried, keeping the
  * lock order (a head's lock before alloc_lock).
  */
-static struct zfs_head *alloc_idle_head(struct zfs *fs, struct zfs_head *self,
-					uint64_t (*score)(const struct zm_zone *))
+static struct zfs_head *
+alloc_idle_head(struct zfs *fs, struct zfs_head *self,
+		uint64_t (*score)(const struct zm_zone *))
 {
 	struct zfs_head *shared[3] = { &fs->small, &fs->hot, &fs->gc };
 	struct zfs_head *best = NULL, *h;
@@ -264,8 +265,9 @@ static struct zfs_head *alloc_idle_head(struct zfs *fs, struct zfs_head *self,
 			if (h == self || h->zone == ZF_NO_ZONE ||
 			    pthread_mutex_trylock(&h->lock))
 				continue;
-			sc = h->zone == ZF_NO_ZONE ? 0 :
-						     score(&fs->m.zones[h->zone]);
+			sc = 0;
+			if (h->zone != ZF_NO_ZONE)
+				sc = score(&fs->m.zones[h->zone]);
 			if (sc > best_score) {
 				if (best)
 					pthread_mutex_unlock(&best->lock);

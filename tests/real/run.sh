@@ -4,8 +4,8 @@
 # tests and the end-to-end mount test on every zoned device the guest has
 # ($ZONEFUSE_NULLB, $ZONEFUSE_ZNS), or on the devices named as arguments;
 # the mixed space workload (random overwrites at 90% full, every byte
-# checked) on the null_blk device; then the page-cache test of e2e-ops on
-# the guest's kernel.
+# checked) on a null_blk device with an active limit; then the page-cache
+# test of e2e-ops on the guest's kernel.
 set -uo pipefail
 
 B=${ZONEFUSE_BUILD:-build}
@@ -33,9 +33,13 @@ for d in "${devs[@]}"; do
 		failed=1
 	fi
 done
-# Reclaim and placement near full under the device's own zone rules (its
-# limits, capacity below size): about 100 s for 1 GiB under TCG.
-if [ -n "${ZONEFUSE_NULLB:-}" ]; then
+# Reclaim and placement near full under the device's own zone rules: on a
+# null_blk with an active limit (the tightest of the geometries), where
+# private heads must share zones; about 40 s for 1 GiB under TCG.
+nullb_active=0
+[ -n "${ZONEFUSE_NULLB:-}" ] &&
+	nullb_active=$(cat "/sys/block/$(basename "$ZONEFUSE_NULLB")/queue/max_active_zones")
+if [ "$nullb_active" -gt 0 ]; then
 	if ZONEFUSE="$B/src/zonefuse" E2E_TIMEOUT=600 python3 tests/space/mixed.py \
 		--device "$ZONEFUSE_NULLB" >/tmp/mixed.log 2>&1; then
 		echo "  mixed space workload at 90% full on $ZONEFUSE_NULLB: passed ($(grep -o 'WA [0-9.]*' /tmp/mixed.log | tail -n 1))"

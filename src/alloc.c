@@ -328,6 +328,26 @@ static bool alloc_free_slot(struct zfs *fs, struct zfs_head *self,
 }
 
 /*
+ * The device refused to open a zone (-ETOOMANYREFS): its open limit is
+ * reached and, at its active limit, it will not close an implicitly open
+ * zone to make room (null_blk's rule). Finish a parked or idle zone other
+ * than @self's to free an active slot; true if one was. With an open limit
+ * of 4 and an active limit of 6, at 90-100% full (tests/e2e/stress.py),
+ * the journal's rollover took the spare slot and its next write to the
+ * closed super zone was refused for 200 ms: the file system went
+ * read-only. Takes alloc_lock; heads' locks are only tried.
+ */
+static bool alloc_make_room(struct zfs *fs, struct zfs_head *self)
+{
+	bool freed;
+
+	pthread_mutex_lock(&fs->alloc_lock);
+	freed = fs->max_active && alloc_free_slot(fs, self, true);
+	pthread_mutex_unlock(&fs->alloc_lock);
+	return freed;
+}
+
+/*
  * Reset @id on the device (alloc_lock held, dropped around the command).
  * The caller owns the zone (its state keeps others away) and sets the
  * state after.
@@ -391,8 +411,21 @@ static bool alloc_active_ok(struct zfs *fs, enum alloc_kind kind,
 	 */
 	uint32_t need = kind == ALLOC_PRIVATE ? 4 : 3;
 
-	if (!fs->max_active || kind == ALLOC_META)
+	if (!fs->max_active)
 		return true;
+	if (kind == ALLOC_META) {
+		/*
+		 * The journal is never refused (it is what gives space
+		 * back), but its rollover would take the spare: the next
+		 * write to the super zone or to a chain zone the device
+		 * closed could not open (alloc_make_room()). Give back a
+		 * zone first, if one is idle.
+		 */
+		while (fs->nr_active + need > fs->max_active &&
+		       alloc_free_slot(fs, self, true))
+			;
+		return true;
+	}
 	/* A large file pushes no head out: it shares instead. */
 	while (fs->nr_active + need > fs->max_active)
 		if (!alloc_free_slot(fs, self, kind != ALLOC_PRIVATE))
@@ -513,6 +546,11 @@ static int alloc_jrnl_zone(void *arg, uint32_t *zone)
 	return ret == -EAGAIN ? -ENOSPC : ret;
 }
 
+static bool alloc_jrnl_make_room(void *arg)
+{
+	return alloc_make_room(arg, NULL);
+}
+
 /* The journal will not write @zone again: finish it (it stays META). */
 static void alloc_jrnl_done(void *arg, uint32_t zone)
 {
@@ -600,6 +638,7 @@ const struct jrnl_cb alloc_jrnl_cb = {
 	.zone_alloc = alloc_jrnl_zone,
 	.zone_done = alloc_jrnl_done,
 	.zone_release = alloc_jrnl_release,
+	.make_room = alloc_jrnl_make_room,
 	.snapshot = alloc_jrnl_snapshot,
 	.durable = alloc_jrnl_durable,
 	.failed = alloc_jrnl_failed,
@@ -870,10 +909,14 @@ int alloc_head_write(struct zfs *fs, struct zfs_head *head, const void *buf,
 		n = ZF_MIN(n, (size_t)ZFS_CHUNK);
 		ret = zdev_write(fs->dev, buf, n, z->wp);
 		if (ret == -ETOOMANYREFS && ++tries < ALLOC_RETRY_OPEN) {
-			/* Every open slot busy: the device frees one soon. */
+			/*
+			 * Every open slot busy: the device frees one soon,
+			 * or an idle zone finished frees one now.
+			 */
 			struct timespec ts = { 0, 1000000 };
 
-			nanosleep(&ts, NULL);
+			if (!alloc_make_room(fs, head))
+				nanosleep(&ts, NULL);
 			continue;
 		}
 		if (ret) {

@@ -39,6 +39,8 @@
 #define JRNL_MAX_ANCHORS 1024u
 #define JRNL_SB_SCAN_ZONES 16u
 #define JRNL_READ_CHUNK (1u << 20)
+/* Tries of a write the device refuses to open a zone for, 1 ms apart. */
+#define JRNL_RETRY_OPEN 1000
 
 struct jrnl {
 	struct zdev *dev;
@@ -155,13 +157,18 @@ static int jrnl_write_padded(struct jrnl *j, const void *src, size_t len,
 		ret = zdev_write(j->dev, j->iobuf, padded, off);
 		/*
 		 * Every open zone is busy with a write: the device closes
-		 * one as soon as it can (the allocator keeps an active slot
-		 * spare for that). Retry, as the data path does.
+		 * one as soon as it can, if the active limit leaves it a slot
+		 * to do that (the allocator keeps one spare, and gives one
+		 * back when asked). Retry, as the data path does: a failed
+		 * journal write turns the file system read-only.
 		 */
-		for (tries = 0; ret == -ETOOMANYREFS && tries < 200; tries++) {
+		for (tries = 0; ret == -ETOOMANYREFS && tries < JRNL_RETRY_OPEN;
+		     tries++) {
 			struct timespec ts = { 0, 1000000 };
 
-			nanosleep(&ts, NULL);
+			if (!j->cb || !j->cb->make_room ||
+			    !j->cb->make_room(j->cb_arg))
+				nanosleep(&ts, NULL);
 			ret = zdev_write(j->dev, j->iobuf, padded, off);
 		}
 		if (ret)

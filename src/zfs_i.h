@@ -10,7 +10,8 @@
  *                            across the device write (one write per zone).
  *                            A writeback thread holds its head while it
  *                            asks for a zone, which may run reclaim.
- *   zfs.gc_lock (mutex)      one reclaim at a time.
+ *   zfs.gc_lock (mutex)      one reclaim at a time. Reclaim's own head
+ *                            (zfs.gc) is locked under it.
  *   zfs.meta_lock (rwlock)   every metadata change holds it, shared for
  *                            data-path changes (size, extents), exclusive
  *                            for namespace changes; the journal's snapshot

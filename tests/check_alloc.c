@@ -133,6 +133,91 @@ START_TEST(test_gc_any_gain)
 }
 END_TEST
 
+/* Zones the device holds open, and active (open or closed). */
+static void count_active(struct zfs *fs, uint32_t *open, uint32_t *active)
+{
+	uint32_t i, n = fs->m.nr_zones;
+	struct zdev_zone *rep = calloc(n, sizeof(*rep));
+
+	ck_assert_ptr_nonnull(rep);
+	ck_assert_int_eq(zdev_report(fs->dev, 0, n, rep), (int)n);
+	*open = *active = 0;
+	for (i = 0; i < n; i++) {
+		bool o = rep[i].cond == ZDEV_COND_IMP_OPEN ||
+			 rep[i].cond == ZDEV_COND_EXP_OPEN;
+
+		*open += o;
+		*active += o || rep[i].cond == ZDEV_COND_CLOSED;
+	}
+	free(rep);
+}
+
+/*
+ * At its active limit a device will not reopen a closed zone, even to
+ * close an open one for it (null_blk's rule). The allocator keeps one
+ * active slot spare for that, but the journal is never refused a zone:
+ * here two large files and a small one hold three zones, the journal's
+ * chain one and the live super zone one (5 of 6, 4 open), and a journal
+ * roll takes the sixth for its new chain. The super zone, closed by the
+ * device meanwhile, then refused the roll's anchor: the journal failed
+ * after 200 ms and the file system went read-only (seen in
+ * tests/e2e/stress.py). The allocator now finishes an idle zone instead.
+ */
+START_TEST(test_roll_at_active_limit)
+{
+	struct zemu_params p = {
+		.size = 32 * 4 * ZONE,
+		.zone_size = 4 * ZONE,
+		.block_size = 4096,
+		.max_open = 4,
+		.max_active = 6,
+	};
+	unsigned int cache[3], i;
+	uint32_t open, active;
+	uint64_t ino[3], root;
+	struct stat st;
+	struct zfs *fs;
+	char name[16];
+
+	tu_mkfs_image(tu_img, &p);
+	fs = tu_mount(tu_img, false);
+	root = (uint64_t)tu_ino(fs, "/");
+	for (i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "f%u", i);
+		TU_OK(zfs_create(fs, &tu_root_ctx, root, name, 0644, O_RDWR,
+				 &st, &cache[i]));
+		ino[i] = (uint64_t)st.st_ino;
+		write_ino(fs, ino[i], 0, i < 2 ? ZONE + 256 * 1024 : 4096,
+			  i + 1);
+		TU_OK(zfs_fsync(fs, ino[i], false));
+	}
+	count_active(fs, &open, &active);
+	ck_assert_msg(open == 4 && active == 5,
+		      "the state this test needs: 4 open, 5 active; %u, %u",
+		      open, active);
+	TU_OK(jrnl_roll(fs->j));
+	ck_assert_int_eq(jrnl_error(fs->j), 0);
+	count_active(fs, &open, &active);
+	ck_assert_uint_le(active, 5); /* the spare is kept */
+	for (i = 0; i < 3; i++) {
+		write_ino(fs, ino[i], ZONE + 256 * 1024, 8192, 10 + i);
+		TU_OK(zfs_fsync(fs, ino[i], false));
+		TU_OK(zfs_release(fs, ino[i], cache[i]));
+		zfs_forget(fs, ino[i], 1);
+	}
+	tu_unmount(fs);
+
+	fs = tu_mount(tu_img, true);
+	for (i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "/f%u", i);
+		TU_OK(tu_verify(fs, name, 0, i < 2 ? ZONE + 256 * 1024 : 4096,
+				i + 1));
+		TU_OK(tu_verify(fs, name, ZONE + 256 * 1024, 8192, 10 + i));
+	}
+	tu_unmount(fs);
+}
+END_TEST
+
 static void add(Suite *s, const char *name, const TTest *t)
 {
 	tu_add_case(s, name, t, tu_img_setup, tu_img_teardown, 60);
@@ -144,6 +229,7 @@ int main(void)
 
 	add(s, "full_takes_head_tail", test_full_takes_head_tail);
 	add(s, "gc_any_gain", test_gc_any_gain);
+	add(s, "roll_at_active_limit", test_roll_at_active_limit);
 	printf("check_alloc: admitted data lands however the free space is scattered\n");
 	return tu_run(s);
 }

@@ -55,6 +55,13 @@ struct jrnl_cb {
 	/* Optional: records up to @seq are durable. */
 	void (*durable)(void *arg, uint64_t seq);
 	/*
+	 * Optional: the device refused to open a journal zone (-ETOOMANYREFS:
+	 * its open limit reached and, at its active limit, it will not close
+	 * an open zone for it). Give back an active zone if one can go (true)
+	 * before the write is tried again.
+	 */
+	bool (*make_room)(void *arg);
+	/*
 	 * Optional: a write or flush of the journal failed with @err, which
 	 * is now sticky (every later append and commit fails). Called once,
 	 * without the journal's lock; the callee reports it (without this

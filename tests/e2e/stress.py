@@ -28,6 +28,11 @@ Checked:
   reached the device (not the kernel's cache) is compared;
 - the daemon's log has no error line (such as data lost in writeback).
 
+`stress.py --device DEV [SEED...]` runs on a zoned block device instead
+(it is formatted; seed 1 by default, whose mount options are used), with
+its own limits and zone capacity; how full it gets depends on its size
+(the threads' files come to about 250 MiB at most).
+
 A failure names the seed: `stress.py SEED...` runs those. A seed fixes
 each thread's operations, not how the threads interleave: run a failing
 seed several times, and with something else loading the CPU (the bugs
@@ -488,9 +493,13 @@ def log_errors(m):
         return [ln.rstrip() for ln in f if ": error: " in ln]
 
 
-def run_seed(seed, seconds):
+def run_seed(seed, seconds, device=None):
     args, opts = CONFIGS[seed % len(CONFIGS)]
-    img = e.image(f"stress{seed}.img", *args)
+    if device:
+        img = device
+        e.zf("mkfs", "--force", img)
+    else:
+        img = e.image(f"stress{seed}.img", *args)
     m = e.Mount(img, f"mnt{seed}", opts=opts, foreground=True)
     try:
         rounds(seed, m, img, seconds)
@@ -547,7 +556,12 @@ def rounds(seed, m, img, seconds):
 
 def main():
     budget = float(os.environ.get("E2E_STRESS_SECONDS", "45"))
-    seeds = [int(a) for a in sys.argv[1:]] or [1, 2, 3]
+    args = sys.argv[1:]
+    device = None
+    if args[:1] == ["--device"] and len(args) > 1:
+        device = args[1]
+        args = args[2:]
+    seeds = [int(a) for a in args] or ([1] if device else [1, 2, 3])
     e.TIMEOUT = max(e.TIMEOUT, int(budget) + 30 * len(seeds) + 120)
     e.begin("threads writing, overwriting, truncating, renaming, linking and deleting "
             "files at 90-100% full against models: ENOSPC refuses whole operations, "
@@ -557,7 +571,7 @@ def main():
     def one(seed):
         def run():
             left = max(6.0, (t_end - time.time()) / (len(seeds) - seeds.index(seed)))
-            run_seed(seed, left)
+            run_seed(seed, left, device)
         return run
 
     e.run_tests([(f"seed{s}", one(s)) for s in seeds], picked=[])

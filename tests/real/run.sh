@@ -4,8 +4,9 @@
 # tests and the end-to-end mount test on every zoned device the guest has
 # ($ZONEFUSE_NULLB, $ZONEFUSE_ZNS), or on the devices named as arguments;
 # the mixed space workload (random overwrites at 90% full, every byte
-# checked) on a null_blk device with an active limit; then the page-cache
-# test of e2e-ops on the guest's kernel.
+# checked) on a null_blk device with an active limit; the stress workload
+# on each device with both an open and an active limit; then the
+# page-cache test of e2e-ops on the guest's kernel.
 set -uo pipefail
 
 B=${ZONEFUSE_BUILD:-build}
@@ -49,6 +50,24 @@ if [ "$nullb_active" -gt 0 ]; then
 		failed=1
 	fi
 fi
+# Many writers, renames and journal rolls on a device with both an open
+# and an active limit: it closes zones itself and, at its active limit,
+# refuses to reopen one, which once turned the file system read-only
+# (a969931). tests/e2e/stress.py for 30 s on each such device.
+for d in "${devs[@]}"; do
+	q=/sys/block/$(basename "$d")/queue
+	if [ "$(cat "$q/max_open_zones")" -eq 0 ] || [ "$(cat "$q/max_active_zones")" -eq 0 ]; then
+		continue
+	fi
+	if ZONEFUSE="$B/src/zonefuse" E2E_STRESS_SECONDS=30 python3 tests/e2e/stress.py \
+		--device "$d" >/tmp/stress.log 2>&1; then
+		echo "  stress (threads changing files and directories) on $d: passed"
+	else
+		echo "  stress (threads changing files and directories) on $d: FAILED"
+		tail -n 30 /tmp/stress.log
+		failed=1
+	fi
+done
 # The FUSE edge on this guest's kernel (Debian's 6.1): its page-cache rules
 # (6.1 drops no cached pages for an uncached write, as kernels from 6.6 on
 # do, so only here can the test catch a rule that is missing) and the

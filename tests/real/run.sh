@@ -17,22 +17,34 @@ if [ ${#devs[@]} -eq 0 ]; then
 	exit 77
 fi
 failed=0
+
+# check WHAT LOG COMMAND...: run COMMAND, its output in LOG; say whether
+# WHAT passed (with what `note LOG` prints, if given as NOTE) or failed
+# (with the end of LOG).
+check()
+{
+	local what=$1 log=$2
+	shift 2
+	if "$@" >"$log" 2>&1; then
+		echo "  $what: passed${NOTE:+ ($("$NOTE" "$log"))}"
+	else
+		echo "  $what: FAILED"
+		tail -n 30 "$log"
+		failed=1
+	fi
+}
+# Notes, called through NOTE (shellcheck cannot see that).
+# shellcheck disable=SC2317
+skips() { echo "$(grep -c '^SKIP' "$1") skips"; }
+# shellcheck disable=SC2317
+last_wa() { grep -o 'WA [0-9.]*' "$1" | tail -n 1; }
+
 for d in "${devs[@]}"; do
 	echo "== $d: $(cat "/sys/block/$(basename "$d")/queue/zoned") $(cat "/sys/block/$(basename "$d")/queue/logical_block_size")-byte blocks, max open $(cat "/sys/block/$(basename "$d")/queue/max_open_zones"), max active $(cat "/sys/block/$(basename "$d")/queue/max_active_zones")"
-	if ZONEFUSE_TEST_ZBD=$d "$B/tests/check_zdev" --real >"/tmp/zdev.log" 2>&1; then
-		echo "  device layer conformance: passed ($(grep -c '^SKIP' /tmp/zdev.log) skips)"
-	else
-		echo "  device layer conformance: FAILED"
-		tail -n 30 /tmp/zdev.log
-		failed=1
-	fi
-	if ZONEFUSE="$B/src/zonefuse" bash tests/real/mount.sh "$d" >/tmp/mount.log 2>&1; then
-		echo "  mount end to end: passed"
-	else
-		echo "  mount end to end: FAILED"
-		tail -n 30 /tmp/mount.log
-		failed=1
-	fi
+	NOTE=skips check "device layer conformance" /tmp/zdev.log \
+		env ZONEFUSE_TEST_ZBD="$d" "$B/tests/check_zdev" --real
+	check "mount end to end" /tmp/mount.log \
+		env ZONEFUSE="$B/src/zonefuse" bash tests/real/mount.sh "$d"
 done
 # Reclaim and placement near full under the device's own zone rules: on a
 # null_blk with an active limit (the tightest of the geometries), where
@@ -41,14 +53,9 @@ nullb_active=0
 [ -n "${ZONEFUSE_NULLB:-}" ] &&
 	nullb_active=$(cat "/sys/block/$(basename "$ZONEFUSE_NULLB")/queue/max_active_zones")
 if [ "$nullb_active" -gt 0 ]; then
-	if ZONEFUSE="$B/src/zonefuse" E2E_TIMEOUT=600 python3 tests/space/mixed.py \
-		--device "$ZONEFUSE_NULLB" >/tmp/mixed.log 2>&1; then
-		echo "  mixed space workload at 90% full on $ZONEFUSE_NULLB: passed ($(grep -o 'WA [0-9.]*' /tmp/mixed.log | tail -n 1))"
-	else
-		echo "  mixed space workload at 90% full on $ZONEFUSE_NULLB: FAILED"
-		tail -n 30 /tmp/mixed.log
-		failed=1
-	fi
+	NOTE=last_wa check "mixed space workload at 90% full on $ZONEFUSE_NULLB" /tmp/mixed.log \
+		env ZONEFUSE="$B/src/zonefuse" E2E_TIMEOUT=600 python3 tests/space/mixed.py \
+		--device "$ZONEFUSE_NULLB"
 fi
 # Many writers, renames and journal rolls on a device with both an open
 # and an active limit: it closes zones itself and, at its active limit,
@@ -59,26 +66,16 @@ for d in "${devs[@]}"; do
 	if [ "$(cat "$q/max_open_zones")" -eq 0 ] || [ "$(cat "$q/max_active_zones")" -eq 0 ]; then
 		continue
 	fi
-	if ZONEFUSE="$B/src/zonefuse" E2E_STRESS_SECONDS=30 python3 tests/e2e/stress.py \
-		--device "$d" >/tmp/stress.log 2>&1; then
-		echo "  stress (threads changing files and directories) on $d: passed"
-	else
-		echo "  stress (threads changing files and directories) on $d: FAILED"
-		tail -n 30 /tmp/stress.log
-		failed=1
-	fi
+	check "stress (threads changing files and directories) on $d" /tmp/stress.log \
+		env ZONEFUSE="$B/src/zonefuse" E2E_STRESS_SECONDS=30 python3 tests/e2e/stress.py \
+		--device "$d"
 done
 # The FUSE edge on this guest's kernel (Debian's 6.1): its page-cache rules
 # (6.1 drops no cached pages for an uncached write, as kernels from 6.6 on
 # do, so only here can the test catch a rule that is missing) and the
 # readahead the mount raises around the INIT handshake, and its caching of
 # names that are not there, of listings and of symlinks.
-if ZONEFUSE="$B/src/zonefuse" python3 tests/e2e/ops.py uncached_writer mount_options \
-	negative_lookup readdir_cache symlink_cache >/tmp/ops.log 2>&1; then
-	echo "page cache, uncached writers, readahead and the kernel's caches on $(uname -r): passed"
-else
-	echo "page cache, uncached writers, readahead and the kernel's caches on $(uname -r): FAILED"
-	tail -n 30 /tmp/ops.log
-	failed=1
-fi
+check "page cache, uncached writers, readahead and the kernel's caches on $(uname -r)" \
+	/tmp/ops.log env ZONEFUSE="$B/src/zonefuse" python3 tests/e2e/ops.py uncached_writer \
+	mount_options negative_lookup readdir_cache symlink_cache
 exit $failed

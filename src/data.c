@@ -346,6 +346,145 @@ static void data_seal_all(struct zfs *fs, struct zfs_rt *rt, uint64_t idle_ns)
 	}
 }
 
+/* ---- lost data ----------------------------------------------------------------- */
+
+/*
+ * A write that was acknowledged but whose writeback failed leaves the
+ * file's older bytes (or a hole) under its range. fsync reports the loss
+ * once; reads must not pass the older bytes off as the file's. ext4 can
+ * return them, from the device once the page cache lets go; zonefuse
+ * fails such reads with EIO until the range is written again (and that
+ * write lands) or truncated away. The table lives in DRAM only: after a
+ * remount the range reads as what the journal recorded, as on ext4.
+ * Failed writebacks are rare, so it is a plain array.
+ */
+
+/* Does [s, e) of @ino meet a lost range? Caller holds the rt lock. */
+static bool data_lost_hit(struct zfs *fs, uint64_t ino, uint64_t s, uint64_t e)
+{
+	bool hit = false;
+	uint32_t i;
+
+	if (!atomic_load_explicit(&fs->nr_lost, memory_order_relaxed))
+		return false;
+	pthread_mutex_lock(&fs->lost_lock);
+	for (i = 0; i < fs->nr_lost && !hit; i++)
+		hit = fs->lost[i].ino == ino && fs->lost[i].s < e &&
+		      s < fs->lost[i].e;
+	pthread_mutex_unlock(&fs->lost_lock);
+	return hit;
+}
+
+/* Room for @n more ranges. Caller holds lost_lock. */
+static int data_lost_room(struct zfs *fs, uint32_t n)
+{
+	uint32_t cap;
+	struct zfs_lost *l;
+
+	if (fs->nr_lost + n <= fs->cap_lost)
+		return 0;
+	cap = ZF_MAX(fs->cap_lost * 2, fs->nr_lost + n);
+	cap = ZF_MAX(cap, 16u);
+	l = realloc(fs->lost, cap * sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	fs->lost = l;
+	fs->cap_lost = cap;
+	return 0;
+}
+
+/*
+ * Take [s, e) of @ino out of the lost ranges. A range split in two needs
+ * room for one more; without memory it stays whole, and its reads keep
+ * failing: never the other way round. Caller holds the rt lock exclusive
+ * (or the inode is being freed).
+ */
+static void data_lost_cut(struct zfs *fs, uint64_t ino, uint64_t s, uint64_t e)
+{
+	uint32_t i = 0, n;
+
+	if (!atomic_load_explicit(&fs->nr_lost, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&fs->lost_lock);
+	n = fs->nr_lost;
+	while (i < n) {
+		struct zfs_lost *l = &fs->lost[i];
+
+		if (l->ino != ino || l->e <= s || e <= l->s) {
+			i++;
+		} else if (l->s < s && e < l->e) {
+			if (!data_lost_room(fs, 1)) {
+				l = &fs->lost[i]; /* the array may have moved */
+				fs->lost[n++] =
+					(struct zfs_lost) { ino, e, l->e };
+				l->e = s;
+			}
+			i++;
+		} else if (l->s < s) {
+			l->e = s;
+			i++;
+		} else if (e < l->e) {
+			l->s = e;
+			i++;
+		} else {
+			*l = fs->lost[--n];
+		}
+	}
+	atomic_store_explicit(&fs->nr_lost, n, memory_order_relaxed);
+	pthread_mutex_unlock(&fs->lost_lock);
+}
+
+/* Mark [s, e) of @ino lost. Caller holds the rt lock exclusive. */
+static void data_lost_add(struct zfs *fs, uint64_t ino, uint64_t s, uint64_t e)
+{
+	int ret;
+
+	pthread_mutex_lock(&fs->lost_lock);
+	ret = data_lost_room(fs, 1);
+	if (!ret) {
+		fs->lost[fs->nr_lost] = (struct zfs_lost) { ino, s, e };
+		atomic_store_explicit(&fs->nr_lost, fs->nr_lost + 1,
+				      memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&fs->lost_lock);
+	if (ret)
+		zlog_err("%s: out of memory marking bytes %" PRIu64 "..%" PRIu64
+			 " of inode %" PRIu64
+			 " lost: reads of them return older data",
+			 zdev_path(fs->dev), s, e, ino);
+}
+
+/*
+ * Chunk @c is retired with its pieces below @logged (a file offset) in the
+ * journal and the rest not: its bytes below are the file's now, those
+ * above are lost. Only the bytes the writer filled count: the rest of a
+ * block was read back from the file (data_rmw()) and stays as it was.
+ * Caller holds the rt lock exclusive.
+ */
+static void data_lost_update(struct zfs *fs, struct zfs_rt *rt,
+			     const struct zfs_chunk *c, uint64_t logged)
+{
+	uint64_t lim = c->foff + c->limit;
+	uint32_t i;
+
+	for (i = 0; i < c->nr; i++) {
+		uint64_t s = c->foff + c->fill[i].s;
+		uint64_t e = ZF_MIN(c->foff + c->fill[i].e, lim);
+
+		if (s >= e)
+			break;
+		if (s < logged)
+			data_lost_cut(fs, rt->ino, s, ZF_MIN(e, logged));
+		if (e > logged)
+			data_lost_add(fs, rt->ino, ZF_MAX(s, logged), e);
+	}
+}
+
+void data_lost_forget(struct zfs *fs, uint64_t ino)
+{
+	data_lost_cut(fs, ino, 0, UINT64_MAX);
+}
+
 /* ---- write ------------------------------------------------------------------- */
 
 static struct zfs_chunk *data_chunk_get(struct zfs *fs, struct zfs_rt *rt,
@@ -431,6 +570,7 @@ void data_truncate_staged(struct zfs *fs, struct zfs_rt *rt, uint64_t size)
 	struct zfs_chunk *c, **pp;
 	uint64_t freed = 0, unres = 0;
 
+	data_lost_cut(fs, rt->ino, size, UINT64_MAX);
 	/* Sealed chunks are immutable: lower their limit. */
 	for (c = rt->wb_first; c; c = c->next)
 		if (c->foff + c->limit > size)
@@ -652,6 +792,10 @@ ssize_t data_read(struct zfs *fs, struct zm_inode *in, void *buf, size_t size,
 		goto out_unlock;
 	}
 	size = (size_t)ZF_MIN((uint64_t)size, vsize - off);
+	if (data_lost_hit(fs, in->ino, off, off + size)) {
+		ret = -EIO;
+		goto out_unlock;
+	}
 	ret = data_read_extents(fs, in, buf, off, size);
 	if (ret)
 		goto out_unlock;
@@ -853,13 +997,15 @@ static void data_land(struct zfs *fs, const struct data_piece *pieces, int np)
 /*
  * Journal where chunk @c landed and retire it. The pieces are clipped to
  * the chunk's limit and the file's size now: a truncate that came while
- * the chunk was being written wins.
+ * the chunk was being written wins. @err: the chunk's write failed (no
+ * pieces); its data is lost, as is what a failed record leaves unlogged.
  */
 static void data_apply_chunk(struct zfs *fs, struct zfs_rt *rt,
 			     struct zfs_chunk *c, struct data_piece *pieces,
-			     int np)
+			     int np, int err)
 {
 	struct zm_inode *in = rt->inode;
+	uint64_t logged = err ? 0 : UINT64_MAX;
 	int i;
 
 	pthread_rwlock_rdlock(&fs->meta_lock);
@@ -879,10 +1025,14 @@ static void data_apply_chunk(struct zfs *fs, struct zfs_rt *rt,
 		rec.len = htole64(len);
 		rec.size = htole64(pieces[i].foff + len);
 		rec.mtime = (int64_t)htole64((uint64_t)in->mtime);
-		if (zfs_log(fs, ZF_REC_EXTENT, &rec, sizeof(rec)))
+		if (zfs_log(fs, ZF_REC_EXTENT, &rec, sizeof(rec))) {
+			logged = pieces[i].foff;
+			rt->wb_error = -EIO;
 			break;
+		}
 		rt->flushed += len;
 	}
+	data_lost_update(fs, rt, c, logged);
 	/* Retire the chunk: it is the oldest sealed one. */
 	rt->wb_first = c->next;
 	if (!rt->wb_first)
@@ -994,14 +1144,17 @@ static void data_wb_inode(struct zfs *fs, struct zfs_rt *rt,
 			data_land(fs, *pieces, (int)np);
 			np = 0;
 			if (ret != -ESHUTDOWN)
-				zlog_err("%s: writing data of inode %" PRIu64 " at offset %" PRIu64 " failed: %s; that data is lost",
-					 zdev_path(fs->dev), rt->ino, c->foff,
-					 strerror(-ret));
+				zlog_err(
+					"%s: writing data of inode %" PRIu64
+					" at offset %" PRIu64
+					" failed: %s; that data is lost, and reads of it fail with EIO until it is written again",
+					zdev_path(fs->dev), rt->ino, c->foff,
+					strerror(-ret));
 			pthread_rwlock_wrlock(&rt->lock);
 			rt->wb_error = ret;
 			pthread_rwlock_unlock(&rt->lock);
 		}
-		data_apply_chunk(fs, rt, c, *pieces, (int)np);
+		data_apply_chunk(fs, rt, c, *pieces, (int)np, ret);
 	}
 }
 

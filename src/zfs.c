@@ -166,6 +166,7 @@ void zfs_inode_maybe_free(struct zfs *fs, struct zm_inode *in)
 
 	if (in->nlink || zm_inode_busy(in) || in->ino == ZF_ROOT_INO)
 		return;
+	data_lost_forget(fs, in->ino);
 	if (rt) {
 		data_rt_free(fs, rt);
 		zfs_rt_free(in);
@@ -839,6 +840,8 @@ static void zfs_last_link(struct zfs *fs, struct zm_inode *in)
 		return;
 	if (in->rt && !in->nopen)
 		data_discard(fs, in->rt);
+	if (!zm_inode_busy(in))
+		data_lost_forget(fs, in->ino);
 	if (in->rt && !zm_inode_busy(in)) {
 		data_rt_free(fs, in->rt);
 		zfs_rt_free(in);
@@ -2169,6 +2172,8 @@ static void zfs_free(struct zfs *fs)
 	pthread_mutex_destroy(&fs->bg_lock);
 	pthread_cond_destroy(&fs->bg_cv);
 	pthread_mutex_destroy(&fs->gc_lock);
+	pthread_mutex_destroy(&fs->lost_lock);
+	free(fs->lost);
 	free(fs);
 }
 
@@ -2196,6 +2201,7 @@ int zfs_mount(const char *path, const struct zfs_opts *opts,
 	pthread_cond_init(&fs->wb_cv, NULL);
 	pthread_cond_init(&fs->stage_cv, NULL);
 	pthread_mutex_init(&fs->bg_lock, NULL);
+	pthread_mutex_init(&fs->lost_lock, NULL);
 	pthread_cond_init(&fs->bg_cv, NULL);
 	pthread_mutex_init(&fs->gc_lock, NULL);
 

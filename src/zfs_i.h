@@ -27,6 +27,8 @@
  *
  *   zfs.wb_lock (mutex)      writeback queue and staging memory; taken with
  *                            nothing above held, or under an rt lock.
+ *   zfs.lost_lock (mutex)    the lost ranges (data.c): a leaf, taken
+ *                            under an rt lock.
  *
  * An inode's metadata fields (mode, uid, times, size) are changed with
  * meta_lock held (either mode) and the inode's rt lock exclusive; they may
@@ -223,6 +225,21 @@ struct zfs {
 
 	/* The sticky error: a metadata write failed, we are read-only. */
 	_Atomic int error;
+
+	/*
+	 * Ranges of files whose last write never reached the device (its
+	 * writeback failed, or its extents could not be logged): reads of
+	 * them fail with EIO rather than return the older bytes, until they
+	 * are written again or truncated away (data.c). Kept in DRAM only.
+	 * Protected by lost_lock, a leaf; nr_lost is also read without it,
+	 * under the inode's rt lock, which every change holds too.
+	 */
+	pthread_mutex_t lost_lock;
+	struct zfs_lost {
+		uint64_t ino, s, e; /* bytes [s, e) of inode ino */
+	} * lost;
+	_Atomic uint32_t nr_lost;
+	uint32_t cap_lost;
 };
 
 /* ---- zfs.c ---------------------------------------------------------------- */
@@ -273,6 +290,11 @@ ssize_t data_write(struct zfs *fs, struct zm_inode *in, const void *buf,
  * exclusive; waits for chunks being written first.
  */
 void data_truncate_staged(struct zfs *fs, struct zfs_rt *rt, uint64_t size);
+/*
+ * Inode @ino is being freed: drop its lost ranges (zfs.lost). Inode
+ * numbers are not reused within a mount: this only gives back memory.
+ */
+void data_lost_forget(struct zfs *fs, uint64_t ino);
 /* zfs_read_buf() and zfs_read_buf_put(). */
 void *data_read_buf(struct zfs *fs, size_t size);
 void data_read_buf_put(struct zfs *fs, void *buf, size_t size);

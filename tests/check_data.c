@@ -237,6 +237,9 @@ START_TEST(test_read_bufs_reused)
 }
 END_TEST
 
+/* Writes failed by fail_data_writes() (a writeback thread's). */
+static _Atomic unsigned int fails;
+
 /* Extents of @path (0 when its data is all staged). */
 static uint32_t n_extents(struct zfs *fs, const char *path)
 {
@@ -287,6 +290,163 @@ START_TEST(test_close_writes_small_file)
 }
 END_TEST
 
+/* Fails every write to a data zone with EIO, and counts them. */
+static int fail_data_writes(void *arg, enum zdev_op op, uint32_t zone,
+			    uint64_t off, size_t len)
+{
+	struct zfs *fs = arg;
+
+	(void)off;
+	(void)len;
+	if (op != ZDEV_OP_WRITE || fs->m.zones[zone].state != ZM_ZONE_DATA)
+		return 0;
+	fails++;
+	return -EIO;
+}
+
+/* zfs_read() of [off, off + len) of inode @ino: the byte count or errno. */
+static ssize_t read_at(struct zfs *fs, uint64_t ino, uint64_t off, size_t len)
+{
+	char *buf = malloc(len);
+	ssize_t n;
+
+	ck_assert_ptr_nonnull(buf);
+	n = zfs_read(fs, ino, buf, len, (off_t)off);
+	free(buf);
+	return n;
+}
+
+/*
+ * Bytes whose writeback failed read as EIO, not as the older bytes under
+ * them, until written again (and landed) or truncated away; the rest of
+ * the file reads as before, and the file system stays writable. An
+ * unlinked file's ranges go with it.
+ */
+START_TEST(test_lost_write_reads_eio)
+{
+	const uint64_t lo = 8192, hi = 8192 + 10000; /* the lost write */
+	struct zfs *fs;
+	int64_t ino, g;
+
+	mkfs(4096);
+	fs = tu_mount(tu_img, false);
+	TU_OK(tu_write(fs, "/f", 0, TU_MIB, 1));
+	TU_OK(tu_write(fs, "/g", 0, 3 * TU_MIB, 1));
+	TU_OK(zfs_sync(fs));
+	ino = tu_ino(fs, "/f");
+	g = tu_ino(fs, "/g");
+	ck_assert_int_gt(ino, 0);
+	ck_assert_int_gt(g, 0);
+
+	fails = 0;
+	zdev_set_fault(fs->dev, fail_data_writes, fs);
+	TU_OK(tu_write(fs, "/f", lo, (size_t)(hi - lo), 2));
+	TU_OK(tu_write(fs, "/g", TU_MIB, TU_MIB, 2));
+	TU_OK(zfs_open(fs, &tu_root_ctx, (uint64_t)ino, O_RDWR, NULL));
+	ck_assert_int_eq(zfs_fsync(fs, (uint64_t)ino, false), -EIO);
+	TU_OK(zfs_release(fs, (uint64_t)ino, 0));
+	TU_OK(zfs_sync(fs)); /* syncfs does not say which file lost data */
+	zdev_set_fault(fs->dev, NULL, NULL);
+	ck_assert_uint_gt(fails, 0);
+	ck_assert_int_eq(fs->error, 0);
+
+	/* The lost bytes, and any read that meets them. */
+	ck_assert_int_eq(read_at(fs, (uint64_t)ino, lo, hi - lo), -EIO);
+	ck_assert_int_eq(read_at(fs, (uint64_t)ino, 0, TU_MIB), -EIO);
+	ck_assert_int_eq(read_at(fs, (uint64_t)ino, hi - 1, 1), -EIO);
+	/* Around them, in the same blocks too: the file's bytes. */
+	TU_OK(tu_verify(fs, "/f", 0, lo, 1));
+	TU_OK(tu_verify(fs, "/f", hi, TU_MIB - hi, 1));
+	/* fsync reported the loss once; the file system goes on. */
+	TU_OK(zfs_open(fs, &tu_root_ctx, (uint64_t)ino, O_RDWR, NULL));
+	TU_OK(zfs_fsync(fs, (uint64_t)ino, false));
+	TU_OK(zfs_release(fs, (uint64_t)ino, 0));
+
+	/* Written again and landed: those bytes are back, the rest not. */
+	TU_OK(tu_write(fs, "/f", 12288, 4096, 3));
+	TU_OK(zfs_sync(fs));
+	TU_OK(tu_verify(fs, "/f", 12288, 4096, 3));
+	ck_assert_int_eq(read_at(fs, (uint64_t)ino, lo, 4096), -EIO);
+	ck_assert_int_eq(read_at(fs, (uint64_t)ino, 16384, hi - 16384), -EIO);
+
+	/* Truncated: what is left of the range still fails; then none. */
+	TU_OK(tu_truncate(fs, "/f", 16384 + 8));
+	ck_assert_int_eq(read_at(fs, (uint64_t)ino, 16384, 8), -EIO);
+	TU_OK(tu_truncate(fs, "/f", 12288));
+	TU_OK(tu_truncate(fs, "/f", TU_MIB));
+	TU_OK(tu_verify(fs, "/f", 0, lo, 1));
+	ck_assert_int_eq(read_at(fs, (uint64_t)ino, lo, 4096), -EIO);
+	TU_OK(tu_truncate(fs, "/f", lo));
+	TU_OK(tu_truncate(fs, "/f", TU_MIB));
+	TU_OK(tu_verify(fs, "/f", lo, TU_MIB - lo, 0));
+
+	/* /g's lost MiB goes with the file. */
+	ck_assert_int_eq(read_at(fs, (uint64_t)g, TU_MIB, 4096), -EIO);
+	ck_assert_uint_gt(fs->nr_lost, 0);
+	TU_OK(tu_unlink(fs, "/g"));
+	ck_assert_uint_eq(fs->nr_lost, 0);
+	tu_unmount(fs);
+
+	/* Not kept across a remount: the journal's bytes read back. */
+	fs = tu_mount(tu_img, true);
+	TU_OK(tu_verify(fs, "/f", 0, lo, 1));
+	tu_unmount(fs);
+}
+END_TEST
+
+/* Fails every write to the journal's zones with EIO. */
+static int fail_journal_writes(void *arg, enum zdev_op op, uint32_t zone,
+			       uint64_t off, size_t len)
+{
+	struct zfs *fs = arg;
+
+	(void)off;
+	(void)len;
+	if (op != ZDEV_OP_WRITE || (fs->m.zones[zone].state != ZM_ZONE_META &&
+				    fs->m.zones[zone].state != ZM_ZONE_SUPER))
+		return 0;
+	fails++;
+	return -EIO;
+}
+
+/*
+ * The journal fails while a file's data is staged: the file system turns
+ * read-only, the data is written but its extents cannot be logged, and its
+ * bytes read as EIO, not as the file's older bytes.
+ */
+START_TEST(test_lost_when_journal_fails)
+{
+	struct zfs *fs;
+	int64_t ino;
+
+	mkfs(4096);
+	fs = tu_mount(tu_img, false);
+	TU_OK(tu_write(fs, "/f", 0, 2 * TU_MIB, 1));
+	TU_OK(zfs_sync(fs));
+	ino = tu_ino(fs, "/f");
+	ck_assert_int_gt(ino, 0);
+	TU_OK(tu_write(fs, "/f", 4096, 3 * 4096, 2)); /* staged */
+
+	fails = 0;
+	zdev_set_fault(fs->dev, fail_journal_writes, fs);
+	TU_OK(tu_mkdir(fs, "/d", 0755));
+	ck_assert_int_eq(zfs_fsyncdir(fs, ZF_ROOT_INO), -EIO);
+	ck_assert_uint_gt(fails, 0);
+	ck_assert_int_ne(fs->error, 0);
+	TU_OK(zfs_open(fs, &tu_root_ctx, (uint64_t)ino, O_RDONLY, NULL));
+	ck_assert_int_eq(zfs_fsync(fs, (uint64_t)ino, false), -EIO);
+	TU_OK(zfs_release(fs, (uint64_t)ino, 0));
+	zdev_set_fault(fs->dev, NULL, NULL);
+
+	ck_assert_int_eq(read_at(fs, (uint64_t)ino, 4096, 4096), -EIO);
+	ck_assert_int_eq(read_at(fs, (uint64_t)ino, 0, 2 * TU_MIB), -EIO);
+	TU_OK(tu_verify(fs, "/f", 0, 4096, 1));
+	TU_OK(tu_verify(fs, "/f", 4 * 4096, 2 * TU_MIB - 4 * 4096, 1));
+	ck_assert_int_eq(tu_write(fs, "/f", 4096, 4096, 3), -EROFS);
+	ck_assert_int_eq(zfs_unmount(fs), -EIO); /* it says so at the end */
+}
+END_TEST
+
 static void add(Suite *s, const char *name, const TTest *t)
 {
 	tu_add_case(s, name, t, tu_img_setup, tu_img_teardown, 60);
@@ -302,6 +462,8 @@ int main(void)
 	add(s, "read_errors", test_read_errors);
 	add(s, "read_bufs_reused", test_read_bufs_reused);
 	add(s, "close_writes_small_file", test_close_writes_small_file);
+	add(s, "lost_write_reads_eio", test_lost_write_reads_eio);
+	add(s, "lost_when_journal_fails", test_lost_when_journal_fails);
 	printf("check_data: reads return the file's bytes into any buffer, from the device and from staging\n");
 	return tu_run(s);
 }

@@ -367,6 +367,8 @@ START_TEST(test_data_writes_fail)
 	ck_assert_uint_gt(fault.fired, 0);
 	disarm(fs);
 	ck_assert_int_eq(check(fs, "A", 3 * ZS / 2, 1), 0);
+	/* B's bytes are lost: they read as EIO, not as a hole. */
+	ck_assert_int_eq(check(fs, "B", 3 * ZS / 2, 2), -EIO);
 	/* The device works again: so does the file system. */
 	ck_assert_int_eq(put(fs, "C", 0, 5000, 3), 0);
 	ck_assert_int_eq(sync_file(fs, "C"), 0);

@@ -237,9 +237,6 @@ START_TEST(test_read_bufs_reused)
 }
 END_TEST
 
-/* Writes failed by fail_data_writes() (a writeback thread's). */
-static _Atomic unsigned int fails;
-
 /* Extents of @path (0 when its data is all staged). */
 static uint32_t n_extents(struct zfs *fs, const char *path)
 {
@@ -290,18 +287,41 @@ START_TEST(test_close_writes_small_file)
 }
 END_TEST
 
-/* Fails every write to a data zone with EIO, and counts them. */
-static int fail_data_writes(void *arg, enum zdev_op op, uint32_t zone,
-			    uint64_t off, size_t len)
-{
-	struct zfs *fs = arg;
+/* What fail_writes() fails, and how many it failed. */
+static struct {
+	struct zfs *fs;
+	bool journal;
+	_Atomic unsigned int fired;
+} fail;
 
+static int fail_writes(void *arg, enum zdev_op op, uint32_t zone, uint64_t off,
+		       size_t len)
+{
+	int state;
+
+	(void)arg;
 	(void)off;
 	(void)len;
-	if (op != ZDEV_OP_WRITE || fs->m.zones[zone].state != ZM_ZONE_DATA)
+	if (op != ZDEV_OP_WRITE)
 		return 0;
-	fails++;
+	state = fail.fs->m.zones[zone].state;
+	if (fail.journal ? state != ZM_ZONE_META && state != ZM_ZONE_SUPER :
+			   state != ZM_ZONE_DATA)
+		return 0;
+	fail.fired++;
 	return -EIO;
+}
+
+/*
+ * From now until zdev_set_fault(dev, NULL, NULL), fail with EIO every write
+ * to a data zone, or with @journal every write to the journal's zones.
+ */
+static void fail_arm(struct zfs *fs, bool journal)
+{
+	fail.fs = fs;
+	fail.journal = journal;
+	fail.fired = 0;
+	zdev_set_fault(fs->dev, fail_writes, NULL);
 }
 
 /* zfs_read() of [off, off + len) of inode @ino: the byte count or errno. */
@@ -338,8 +358,7 @@ START_TEST(test_lost_write_reads_eio)
 	ck_assert_int_gt(ino, 0);
 	ck_assert_int_gt(g, 0);
 
-	fails = 0;
-	zdev_set_fault(fs->dev, fail_data_writes, fs);
+	fail_arm(fs, false);
 	TU_OK(tu_write(fs, "/f", lo, (size_t)(hi - lo), 2));
 	TU_OK(tu_write(fs, "/g", TU_MIB, TU_MIB, 2));
 	TU_OK(zfs_open(fs, &tu_root_ctx, (uint64_t)ino, O_RDWR, NULL));
@@ -347,7 +366,7 @@ START_TEST(test_lost_write_reads_eio)
 	TU_OK(zfs_release(fs, (uint64_t)ino, 0));
 	TU_OK(zfs_sync(fs)); /* syncfs does not say which file lost data */
 	zdev_set_fault(fs->dev, NULL, NULL);
-	ck_assert_uint_gt(fails, 0);
+	ck_assert_uint_gt(fail.fired, 0);
 	ck_assert_int_eq(fs->error, 0);
 
 	/* The lost bytes, and any read that meets them. */
@@ -394,21 +413,6 @@ START_TEST(test_lost_write_reads_eio)
 }
 END_TEST
 
-/* Fails every write to the journal's zones with EIO. */
-static int fail_journal_writes(void *arg, enum zdev_op op, uint32_t zone,
-			       uint64_t off, size_t len)
-{
-	struct zfs *fs = arg;
-
-	(void)off;
-	(void)len;
-	if (op != ZDEV_OP_WRITE || (fs->m.zones[zone].state != ZM_ZONE_META &&
-				    fs->m.zones[zone].state != ZM_ZONE_SUPER))
-		return 0;
-	fails++;
-	return -EIO;
-}
-
 /*
  * The journal fails while a file's data is staged: the file system turns
  * read-only, the data is written but its extents cannot be logged, and its
@@ -427,11 +431,10 @@ START_TEST(test_lost_when_journal_fails)
 	ck_assert_int_gt(ino, 0);
 	TU_OK(tu_write(fs, "/f", 4096, 3 * 4096, 2)); /* staged */
 
-	fails = 0;
-	zdev_set_fault(fs->dev, fail_journal_writes, fs);
+	fail_arm(fs, true);
 	TU_OK(tu_mkdir(fs, "/d", 0755));
 	ck_assert_int_eq(zfs_fsyncdir(fs, ZF_ROOT_INO), -EIO);
-	ck_assert_uint_gt(fails, 0);
+	ck_assert_uint_gt(fail.fired, 0);
 	ck_assert_int_ne(fs->error, 0);
 	TU_OK(zfs_open(fs, &tu_root_ctx, (uint64_t)ino, O_RDONLY, NULL));
 	ck_assert_int_eq(zfs_fsync(fs, (uint64_t)ino, false), -EIO);

@@ -4,7 +4,9 @@
 # Copies a tree (part of /usr/share/doc, the repository's sources, files of
 # odd sizes, a 30 MB file, symlinks, hard links) with cp -a, tar and
 # rsync -a, and checks each copy with diff -r and sha256sum; then ls, du,
-# df, find -newer, mv, ln -s, ln, rm -r; unmounts, remounts, checks it all
+# df, find -newer, mv, ln -s, ln, rm -r; a git repository (commits, gc,
+# fsck, clone) and an SQLite database (WAL, VACUUM, integrity_check);
+# unmounts, remounts, checks it all
 # again and runs fsck. Last, mounts through mount(8) (-t fuse.zonefuse, the
 # mount.fuse3 helper) with an fstab-style option string.
 set -uo pipefail
@@ -13,10 +15,11 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$here/lib.sh"
 
-e2e_begin "cp -a, tar, rsync -a, diff -r, sha256sum, ls, du, df, find -newer, mv, ln -s, ln, rm -r on a mount; all of it again after a remount; fsck clean; mount -t fuse.zonefuse with fstab options"
+e2e_begin "cp -a, tar, rsync -a, diff -r, sha256sum, ls, du, df, find -newer, mv, ln -s, ln, rm -r, git, SQLite on a mount; all of it again after a remount; fsck clean; mount -t fuse.zonefuse with fstab options"
 e2e_need rsync
 e2e_need getfattr attr
 e2e_need sha256sum coreutils
+e2e_need git
 repo=$(cd "$here/../.." && pwd -P)
 
 img=$E2E_WORK/img
@@ -235,6 +238,58 @@ e2e_check "rsync: the changed file" cmp "$src/odd/f4096" "$mnt/rsync/odd/f4096"
 cp -a "$src/odd/f4096" "$mnt/cp/odd/f4096"
 cp -a "$src/odd/f4096" "$mnt/tar/odd/f4096"
 
+# ---- git and SQLite --------------------------------------------------------------------------------
+# Programs that keep their own on-disk structures: git (loose objects,
+# packs written then renamed, an index rewritten in place, mmap of the
+# packs) and SQLite (small writes in place through read-write opens,
+# fsync, a WAL file beside the database, VACUUM rewriting it whole).
+gitc() { git -c user.email=e2e@zonefuse -c user.name=e2e "$@"; }
+git init -q "$mnt/repo" || e2e_fail "git init"
+for i in $(seq 1 30); do
+	echo "line $i" >>"$mnt/repo/f.txt"
+	cp "$src/odd/f4096" "$mnt/repo/blob$((i % 3))"
+	if ! { gitc -C "$mnt/repo" add -A &&
+		gitc -C "$mnt/repo" commit -qm "commit $i"; }; then
+		e2e_fail "git commit $i"
+		break
+	fi
+done
+gitc -C "$mnt/repo" gc -q || e2e_fail "git gc"
+e2e_check "git fsck --full after gc" git -C "$mnt/repo" fsck --full --no-progress
+git clone -q "$mnt/repo" "$mnt/repo2" || e2e_fail "git clone within the mount"
+[ "$(git -C "$mnt/repo2" rev-list --count HEAD)" = 30 ] ||
+	e2e_fail "the clone does not have the 30 commits"
+# sqlite_check DB write|read: with write, build the database first; then
+# check it. Called through e2e_check.
+# shellcheck disable=SC2317
+sqlite_check()
+{
+	python3 - "$1" "$2" <<'PY'
+import sqlite3, sys
+path, step = sys.argv[1], sys.argv[2]
+db = sqlite3.connect(path)
+if step == "write":
+    db.execute("pragma journal_mode=wal")
+    db.execute("create table t(k integer primary key, v text)")
+    for b in range(40):
+        with db:
+            db.executemany("insert into t(v) values (?)",
+                           [("x" * (b % 7 * 50) + str(i),) for i in range(250)])
+    db.close()
+    db = sqlite3.connect(path)
+    db.execute("pragma journal_mode=delete")
+    with db:
+        db.execute("delete from t where k % 3 = 0")
+    db.execute("vacuum")
+ok = db.execute("pragma integrity_check").fetchone()[0]
+n = db.execute("select count(*) from t").fetchone()[0]
+if ok != "ok" or n != 6667:
+    sys.exit(f"integrity_check: {ok}; {n} rows, 6667 expected")
+PY
+}
+e2e_check "SQLite: WAL inserts, deletes, VACUUM, integrity_check" \
+	sqlite_check "$mnt/t.db" write
+
 # ---- everything again after a remount --------------------------------------------------------------
 (cd "$mnt" && find . -type f -print0 | sort -z | xargs -0 sha256sum) >"$E2E_WORK/mnt.sha"
 tree_meta "$mnt" >"$E2E_WORK/mnt.meta"
@@ -253,12 +308,16 @@ e2e_check "after the remount: diff -r of the cp -a copy against the source" \
 	diff -r --no-dereference "$src" "$mnt/cp"
 avail_after=$(df_avail "$mnt")
 e2e_log "df avail before the remount $avail_before, after $avail_after"
+e2e_check "after the remount: git fsck --full" \
+	git -C "$mnt/repo" fsck --full --no-progress
+e2e_check "after the remount: SQLite integrity_check" sqlite_check "$mnt/t.db" read
 # Freed space may come back after the remount; it may not vanish.
 [ "$avail_after" -ge $((avail_before - 8 * 1024 * 1024)) ] ||
 	e2e_fail "df: avail fell from $avail_before to $avail_after across a remount"
 
 # ---- df after removing everything: the space comes back -------------------------------------------
-rm -r "$mnt/cp" "$mnt/tar" "$mnt/rsync" "$mnt/mv" "$mnt/newer" "$mnt/big30M" || e2e_fail "rm -r of the copies"
+rm -r "$mnt/cp" "$mnt/tar" "$mnt/rsync" "$mnt/mv" "$mnt/newer" "$mnt/big30M" \
+	"$mnt/repo" "$mnt/repo2" "$mnt/t.db" || e2e_fail "rm -r of the copies"
 sync -f "$mnt"
 avail_end=0
 for ((i = 0; i < 100; i++)); do

@@ -30,8 +30,10 @@ Checked:
 
 `stress.py --device DEV [SEED...]` runs on a zoned block device instead
 (it is formatted; seed 1 by default, whose mount options are used), with
-its own limits and zone capacity; how full it gets depends on its size
-(the threads' files come to about 250 MiB at most).
+its own limits and zone capacity. The threads' files come to about 250
+MiB at most, so on a larger device a ballast file, written once before
+the first round and never touched again, takes all but BALLAST_LEFT of
+it: the threads then work near full there too.
 
 A failure names the seed: `stress.py SEED...` runs those. A seed fixes
 each thread's operations, not how the threads interleave: run a failing
@@ -60,6 +62,7 @@ MiB = 1 << 20
 THREADS = 6
 NAMES = 24                  # file names per directory: names are reused
 FILL_LOW, FILL_HIGH = 0.90, 1.00
+BALLAST_LEFT = 128 * MiB   # what a device's ballast leaves to the threads
 
 # Per seed (modulo): emu create arguments, mount options.
 CONFIGS = [
@@ -502,12 +505,31 @@ def run_seed(seed, seconds, device=None):
         img = e.image(f"stress{seed}.img", *args)
     m = e.Mount(img, f"mnt{seed}", opts=opts, foreground=True)
     try:
+        if device:
+            ballast(m)
         rounds(seed, m, img, seconds)
     except AssertionError as x:
         bad = log_errors(m)
         if bad:
             raise AssertionError(f"{x}\nthe daemon's log:\n" + "\n".join(bad[:20])) from x
         raise
+
+
+def ballast(m):
+    """Fill all but BALLAST_LEFT of the file system with one file,
+    fsynced: on a device larger than the threads' files, they then meet
+    reclaim and ENOSPC as they do on the small emulated ones."""
+    st = os.statvfs(m.dir)
+    size = st.f_bavail * st.f_frsize - BALLAST_LEFT
+    if size < 64 * MiB:
+        return
+    size -= size % MiB
+    chunk = bytes(range(256)) * (MiB // 256)
+    with open(m.path("ballast"), "wb") as f:
+        for _ in range(size // MiB):
+            f.write(chunk)
+        os.fsync(f.fileno())
+    e.log(f"ballast: {size // MiB} MiB, leaving {BALLAST_LEFT // MiB} MiB")
 
 
 def rounds(seed, m, img, seconds):

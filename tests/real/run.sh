@@ -38,6 +38,11 @@ check()
 skips() { echo "$(grep -c '^SKIP' "$1") skips"; }
 # shellcheck disable=SC2317
 last_wa() { grep -o 'WA [0-9.]*' "$1" | tail -n 1; }
+# shellcheck disable=SC2317
+stress_note()
+{
+	echo "$(sed -n 's/.* round [0-9]*: \([0-9]*\) steps.*(df: \([0-9.]*\) MiB free).*/\1 steps, \2 MiB free/p' "$1" | tail -n 1), $(grep -o 'write amplification [0-9.]*' "$1" | sed 's/write amplification/WA/' | tail -n 1)"
+}
 
 for d in "${devs[@]}"; do
 	echo "== $d: $(cat "/sys/block/$(basename "$d")/queue/zoned") $(cat "/sys/block/$(basename "$d")/queue/logical_block_size")-byte blocks, max open $(cat "/sys/block/$(basename "$d")/queue/max_open_zones"), max active $(cat "/sys/block/$(basename "$d")/queue/max_active_zones")"
@@ -60,13 +65,14 @@ fi
 # Many writers, renames and journal rolls on a device with both an open
 # and an active limit: it closes zones itself and, at its active limit,
 # refuses to reopen one, which once turned the file system read-only
-# (a969931). tests/e2e/stress.py for 30 s on each such device.
+# (a969931). tests/e2e/stress.py for 30 s on each such device, near full
+# (its ballast file).
 for d in "${devs[@]}"; do
 	q=/sys/block/$(basename "$d")/queue
 	if [ "$(cat "$q/max_open_zones")" -eq 0 ] || [ "$(cat "$q/max_active_zones")" -eq 0 ]; then
 		continue
 	fi
-	check "stress (threads changing files and directories) on $d" /tmp/stress.log \
+	NOTE=stress_note check "stress (threads changing files and directories) on $d" /tmp/stress.log \
 		env ZONEFUSE="$B/src/zonefuse" E2E_STRESS_SECONDS=30 python3 tests/e2e/stress.py \
 		--device "$d"
 done

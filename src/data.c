@@ -375,15 +375,15 @@ static bool data_lost_hit(struct zfs *fs, uint64_t ino, uint64_t s, uint64_t e)
 	return hit;
 }
 
-/* Room for @n more ranges. Caller holds lost_lock. */
+/* Room for @n ranges in all. Caller holds lost_lock. */
 static int data_lost_room(struct zfs *fs, uint32_t n)
 {
 	uint32_t cap;
 	struct zfs_lost *l;
 
-	if (fs->nr_lost + n <= fs->cap_lost)
+	if (n <= fs->cap_lost)
 		return 0;
-	cap = ZF_MAX(fs->cap_lost * 2, fs->nr_lost + n);
+	cap = ZF_MAX(fs->cap_lost * 2, n);
 	cap = ZF_MAX(cap, 16u);
 	l = realloc(fs->lost, cap * sizeof(*l));
 	if (!l)
@@ -413,7 +413,7 @@ static void data_lost_cut(struct zfs *fs, uint64_t ino, uint64_t s, uint64_t e)
 		if (l->ino != ino || l->e <= s || e <= l->s) {
 			i++;
 		} else if (l->s < s && e < l->e) {
-			if (!data_lost_room(fs, 1)) {
+			if (!data_lost_room(fs, n + 1)) {
 				l = &fs->lost[i]; /* the array may have moved */
 				fs->lost[n++] =
 					(struct zfs_lost) { ino, e, l->e };
@@ -440,7 +440,7 @@ static void data_lost_add(struct zfs *fs, uint64_t ino, uint64_t s, uint64_t e)
 	int ret;
 
 	pthread_mutex_lock(&fs->lost_lock);
-	ret = data_lost_room(fs, 1);
+	ret = data_lost_room(fs, fs->nr_lost + 1);
 	if (!ret) {
 		fs->lost[fs->nr_lost] = (struct zfs_lost) { ino, s, e };
 		atomic_store_explicit(&fs->nr_lost, fs->nr_lost + 1,

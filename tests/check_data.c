@@ -450,6 +450,55 @@ START_TEST(test_lost_when_journal_fails)
 }
 END_TEST
 
+/*
+ * One cut may split several lost ranges (the same bytes lost more than
+ * once): each split gets room of its own. 20 pieces of one chunk lost
+ * three times make 60 ranges (room for 64); a chunk that rewrites the
+ * middle of each piece then splits three of them per piece.
+ */
+START_TEST(test_lost_ranges_split)
+{
+	struct zemu_params p = {
+		.size = 256 * TU_MIB,
+		.zone_size = 4 * TU_MIB,
+		.block_size = 4096,
+	};
+	struct zfs *fs;
+	int64_t ino;
+	int k, round;
+
+	tu_mkfs_image(tu_img, &p);
+	fs = tu_mount(tu_img, false);
+	TU_OK(tu_write(fs, "/f", 0, 20 * 8192, 1));
+	TU_OK(zfs_sync(fs));
+	ino = tu_ino(fs, "/f");
+	ck_assert_int_gt(ino, 0);
+	for (round = 0; round < 3; round++) {
+		fail_arm(fs, false);
+		for (k = 0; k < 20; k++)
+			TU_OK(tu_write(fs, "/f", (uint64_t)k * 8192, 24, 2));
+		TU_OK(zfs_open(fs, &tu_root_ctx, (uint64_t)ino, O_RDWR, NULL));
+		ck_assert_int_eq(zfs_fsync(fs, (uint64_t)ino, false), -EIO);
+		TU_OK(zfs_release(fs, (uint64_t)ino, 0));
+		zdev_set_fault(fs->dev, NULL, NULL);
+	}
+	ck_assert_uint_eq(fs->nr_lost, 60);
+	for (k = 0; k < 20; k++)
+		TU_OK(tu_write(fs, "/f", (uint64_t)k * 8192 + 8, 8, 3));
+	TU_OK(zfs_sync(fs));
+	ck_assert_uint_eq(fs->nr_lost, 120);
+	for (k = 0; k < 20; k++) {
+		uint64_t at = (uint64_t)k * 8192;
+
+		TU_OK(tu_verify(fs, "/f", at + 8, 8, 3));
+		ck_assert_int_eq(read_at(fs, (uint64_t)ino, at, 8), -EIO);
+		ck_assert_int_eq(read_at(fs, (uint64_t)ino, at + 16, 8), -EIO);
+		TU_OK(tu_verify(fs, "/f", at + 24, 8192 - 24, 1));
+	}
+	tu_unmount(fs);
+}
+END_TEST
+
 static void add(Suite *s, const char *name, const TTest *t)
 {
 	tu_add_case(s, name, t, tu_img_setup, tu_img_teardown, 60);
@@ -467,6 +516,7 @@ int main(void)
 	add(s, "close_writes_small_file", test_close_writes_small_file);
 	add(s, "lost_write_reads_eio", test_lost_write_reads_eio);
 	add(s, "lost_when_journal_fails", test_lost_when_journal_fails);
+	add(s, "lost_ranges_split", test_lost_ranges_split);
 	printf("check_data: reads return the file's bytes into any buffer, from the device and from staging\n");
 	return tu_run(s);
 }

@@ -232,7 +232,8 @@ struct zfs {
 	 * them fail with EIO rather than return the older bytes, until they
 	 * are written again or truncated away (data.c). Kept in DRAM only.
 	 * Protected by lost_lock, a leaf; nr_lost is also read without it,
-	 * under the inode's rt lock, which every change holds too.
+	 * under the inode's rt lock, which every change holds too (but the
+	 * forgetting of a freed inode's ranges, which no read can meet).
 	 */
 	pthread_mutex_t lost_lock;
 	struct zfs_lost {

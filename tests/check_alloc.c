@@ -50,6 +50,23 @@ static void write_ino(struct zfs *fs, uint64_t ino, uint64_t off, size_t len,
 }
 
 /*
+ * Create @name in the root, write @len bytes of @seed's pattern, fsync,
+ * and leave it open (its cache mode in *@cache). Returns its inode.
+ */
+static uint64_t create_open(struct zfs *fs, const char *name, size_t len,
+			    uint32_t seed, unsigned int *cache)
+{
+	uint64_t root = (uint64_t)tu_ino(fs, "/");
+	struct stat st;
+
+	TU_OK(zfs_create(fs, &tu_root_ctx, root, name, 0644, O_RDWR, &st,
+			 cache));
+	write_ino(fs, (uint64_t)st.st_ino, 0, len, seed);
+	TU_OK(zfs_fsync(fs, (uint64_t)st.st_ino, false));
+	return (uint64_t)st.st_ino;
+}
+
+/*
  * A file written whole (a first chunk that is full: a private head) and
  * synced, then left open, keeps its head's zone with the room after its
  * tail unwritten. When every free zone is gone, a write admitted by the
@@ -72,11 +89,8 @@ START_TEST(test_full_takes_head_tail)
 	root = (uint64_t)tu_ino(fs, "/");
 	for (i = 0; i < 6; i++) {
 		snprintf(name, sizeof(name), "o%u", i);
-		TU_OK(zfs_create(fs, &tu_root_ctx, root, name, 0644, O_RDWR,
-				 &st, &cache[i]));
-		ino[i] = (uint64_t)st.st_ino;
-		write_ino(fs, ino[i], 0, ZONE + 256 * 1024, i + 1);
-		TU_OK(zfs_fsync(fs, ino[i], false));
+		ino[i] = create_open(fs, name, ZONE + 256 * 1024, i + 1,
+				     &cache[i]);
 	}
 	TU_OK(zfs_statfs(fs, &sv));
 	fill = (uint64_t)sv.f_bavail * sv.f_frsize;
@@ -174,22 +188,16 @@ START_TEST(test_roll_at_active_limit)
 	};
 	unsigned int cache[3], i;
 	uint32_t open, active;
-	uint64_t ino[3], root;
-	struct stat st;
+	uint64_t ino[3];
 	struct zfs *fs;
 	char name[16];
 
 	tu_mkfs_image(tu_img, &p);
 	fs = tu_mount(tu_img, false);
-	root = (uint64_t)tu_ino(fs, "/");
 	for (i = 0; i < 3; i++) {
 		snprintf(name, sizeof(name), "f%u", i);
-		TU_OK(zfs_create(fs, &tu_root_ctx, root, name, 0644, O_RDWR,
-				 &st, &cache[i]));
-		ino[i] = (uint64_t)st.st_ino;
-		write_ino(fs, ino[i], 0, i < 2 ? ZONE + 256 * 1024 : 4096,
-			  i + 1);
-		TU_OK(zfs_fsync(fs, ino[i], false));
+		ino[i] = create_open(fs, name, i < 2 ? ZONE + 256 * 1024 : 4096,
+				     i + 1, &cache[i]);
 	}
 	count_active(fs, &open, &active);
 	ck_assert_msg(open == 4 && active == 5,

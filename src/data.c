@@ -234,7 +234,12 @@ static int64_t chunk_grow(struct zfs *fs, struct zfs_chunk *c, uint32_t need)
 /*
  * An inode with chunks is pinned (npin): it is not freed, even unlinked and
  * closed, until its chunks are gone. Caller holds the rt lock exclusive
- * (and meta_lock, either mode).
+ * and meta_lock, either mode. Pins change only under meta_lock, so that
+ * whoever holds it exclusive sees them stand still: an unlink decides in
+ * zfs_last_link() whether the inode is busy, and its record then frees the
+ * inode (zm_apply()) or not. A writeback thread that unpinned in between
+ * left the inode freed with its rt still attached (leaked), and read the
+ * freed inode's nlink.
  */
 static void data_pin(struct zfs_rt *rt)
 {
@@ -247,7 +252,7 @@ static void data_pin(struct zfs_rt *rt)
 /*
  * Unpin if nothing is staged and no writeback thread is working on @rt
  * (it unpins when it lets go: data_wb_done()); true if the inode may now
- * be freeable.
+ * be freeable. Locks as for data_pin().
  */
 static bool data_unpin(struct zfs *fs, struct zfs_rt *rt, bool by_writeback)
 {
@@ -1052,9 +1057,9 @@ static void data_apply_chunk(struct zfs *fs, struct zfs_rt *rt,
 }
 
 /*
- * The writeback is done with @rt: unpin the inode and let go. From the
- * moment wb_busy is cleared others may free @rt, so it is not touched
- * after; an unlinked file whose last data just went is freed here.
+ * The writeback is done with @rt: unpin the inode and let go. Once
+ * meta_lock is let go others may free @rt, so it is not touched after; an
+ * unlinked file whose last data just went is freed here.
  */
 static void data_wb_done(struct zfs *fs, struct zfs_rt *rt)
 {
@@ -1062,7 +1067,7 @@ static void data_wb_done(struct zfs *fs, struct zfs_rt *rt)
 	uint64_t ino = rt->ino;
 	bool freeable;
 
-	/* Caller holds rt->lock exclusive. */
+	/* Caller holds meta_lock shared and rt->lock exclusive. */
 	if (rt->put_head && !rt->open) {
 		head = rt->head;
 		rt->head = NULL;
@@ -1074,6 +1079,7 @@ static void data_wb_done(struct zfs *fs, struct zfs_rt *rt)
 	pthread_cond_broadcast(&rt->wb_done);
 	pthread_mutex_unlock(&fs->wb_lock);
 	pthread_rwlock_unlock(&rt->lock);
+	pthread_rwlock_unlock(&fs->meta_lock);
 	if (head)
 		alloc_put_head(fs, head);
 	if (freeable) {
@@ -1123,6 +1129,8 @@ static void data_wb_inode(struct zfs *fs, struct zfs_rt *rt,
 		uint32_t np;
 		int ret;
 
+		/* meta_lock for data_wb_done()'s unpin (data_pin()). */
+		pthread_rwlock_rdlock(&fs->meta_lock);
 		pthread_rwlock_wrlock(&rt->lock);
 		c = rt->wb_first;
 		if (!c) {
@@ -1130,6 +1138,7 @@ static void data_wb_inode(struct zfs *fs, struct zfs_rt *rt,
 			return;
 		}
 		pthread_rwlock_unlock(&rt->lock);
+		pthread_rwlock_unlock(&fs->meta_lock);
 		if (done++ == DATA_WB_BATCH) {
 			if (data_wb_yield(fs, rt))
 				return;

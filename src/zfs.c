@@ -832,7 +832,9 @@ out_unlock:
  * @in is about to lose a link. If it is the last one and no file is open on
  * it, its staged data will never be read: drop it rather than write it.
  * If nothing then holds the inode, the record about to be logged frees it
- * (zm_apply), so its runtime state goes first. meta_lock held exclusive.
+ * (zm_apply), so its runtime state goes first. That record (UNLINK, or a
+ * RENAME over @in) allocates nothing, so it is refused only once the file
+ * system has failed. meta_lock held exclusive.
  */
 static void zfs_last_link(struct zfs *fs, struct zm_inode *in)
 {

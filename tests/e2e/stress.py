@@ -117,7 +117,7 @@ class Worker:
         self.held = None           # (fd, Node): a file kept open across steps
         self.floor = floor         # free bytes (df) below which it deletes
         self.full = 0              # steps left to free space after ENOSPC
-        self.ops = self.enospc = 0
+        self.ops = self.enospc = self.link_retries = 0
         for d in self.dirs:
             os.mkdir(mnt.path(d))
 
@@ -315,13 +315,28 @@ class Worker:
             self.names[dst] = self.names.pop(src)
         self.check(dst, f"rename from {src}")
 
+    def link(self, src, dst):
+        """os.link, once more after a stat of src if it failed with ENOENT.
+        The kernel's FUSE inode can hold nlink 0 for a linked file: a
+        GETATTR answered after an unlink of another of its names, and
+        applied before that unlink's own nlink drop, counts the unlink
+        twice (the reader thread's stat meeting this thread's unlink).
+        link(2) then fails with ENOENT without asking the daemon; a stat
+        refreshes the count (docs/usage.md)."""
+        try:
+            os.link(src, dst)
+        except FileNotFoundError:
+            os.stat(src)
+            self.link_retries += 1
+            os.link(src, dst)
+
     def op_link(self):
         src = self.pick()
         dst = self.any_name()
         if not src or dst in self.names:
             return
         try:
-            os.link(self.p(src), self.p(dst))
+            self.link(self.p(src), self.p(dst))
         except OSError as x:
             self.refused(x, f"link {src} {dst}")
             assert not os.path.exists(self.p(dst)), f"link {dst} refused, yet it is there"
@@ -559,6 +574,7 @@ def rounds(seed, m, img, seconds):
         sv = os.statvfs(m.dir)
         e.log(f"seed {seed} round {r}: {sum(w.ops for w in workers)} steps, "
               f"{sum(w.enospc for w in workers)} refused with ENOSPC, "
+              f"{sum(w.link_retries for w in workers)} links retried, "
               f"{live / MiB:.1f} MiB live of {cap / MiB:.0f} (df: "
               f"{sv.f_bavail * sv.f_frsize / MiB:.1f} MiB free)")
         m.umount()

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 #include "zfs_i.h"
@@ -499,6 +500,71 @@ START_TEST(test_lost_ranges_split)
 }
 END_TEST
 
+/*
+ * Pins change only under meta_lock (data_pin()): while it is held
+ * exclusive, as an unlink holds it between its busy check and its record,
+ * a writeback thread that has just retired a file's last chunk does not
+ * unpin the inode. It did, holding only the rt lock, and the unlink's
+ * record then freed the inode with its rt attached. The test takes
+ * meta_lock exclusive as each chunk retires until it holds it with the
+ * queue empty and the inode still pinned (the thread not yet let go),
+ * then holds it a while: the pin must stay.
+ */
+START_TEST(test_unpin_waits_for_meta_lock)
+{
+	struct zemu_params p = {
+		.size = 256 * TU_MIB,
+		.zone_size = 4 * TU_MIB,
+		.block_size = 4096,
+	};
+	int caught = 0, tries;
+	struct zfs *fs;
+
+	tu_mkfs_image(tu_img, &p);
+	fs = tu_mount(tu_img, false);
+	for (tries = 0; tries < 200 && caught < 5; tries++) {
+		struct zm_inode *in;
+		uint32_t npin;
+		int64_t ino;
+		bool queued;
+
+		TU_OK(tu_write(fs, "/f", 0, 3 * TU_MIB, (uint32_t)tries));
+		ino = tu_ino(fs, "/f");
+		ck_assert_int_gt(ino, 0);
+		do {
+			struct zfs_rt *rt;
+
+			pthread_rwlock_wrlock(&fs->meta_lock);
+			in = zm_iget(&fs->m, (uint64_t)ino);
+			ck_assert_ptr_nonnull(in);
+			/* No rt: all written, and tu_ino()'s forget freed it. */
+			rt = in->rt;
+			queued = false;
+			if (rt) {
+				pthread_rwlock_rdlock(&rt->lock);
+				queued = rt->wb_first != NULL;
+				pthread_rwlock_unlock(&rt->lock);
+			}
+			npin = in->npin;
+			if (queued)
+				pthread_rwlock_unlock(&fs->meta_lock);
+		} while (queued);
+		if (npin) {
+			caught++;
+			usleep(20000);
+			ck_assert_uint_eq(in->npin, npin);
+		}
+		pthread_rwlock_unlock(&fs->meta_lock);
+		TU_OK(tu_unlink(fs, "/f"));
+	}
+	ck_assert_msg(
+		caught,
+		"of %d files, none still pinned with meta_lock held and its queue empty: the writeback unpins without meta_lock",
+		tries);
+	tu_unmount(fs);
+}
+END_TEST
+
 static void add(Suite *s, const char *name, const TTest *t)
 {
 	tu_add_case(s, name, t, tu_img_setup, tu_img_teardown, 60);
@@ -517,6 +583,7 @@ int main(void)
 	add(s, "lost_write_reads_eio", test_lost_write_reads_eio);
 	add(s, "lost_when_journal_fails", test_lost_when_journal_fails);
 	add(s, "lost_ranges_split", test_lost_ranges_split);
+	add(s, "unpin_waits_for_meta_lock", test_unpin_waits_for_meta_lock);
 	printf("check_data: reads return the file's bytes into any buffer, from the device and from staging\n");
 	return tu_run(s);
 }

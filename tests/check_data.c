@@ -35,6 +35,19 @@ static void mkfs(uint32_t bs)
 	tu_mkfs_image(tu_img, &p);
 }
 
+/* A fresh 256 MiB image of 4096-byte blocks, mounted with its threads. */
+static struct zfs *mount_large(void)
+{
+	struct zemu_params p = {
+		.size = 256 * TU_MIB,
+		.zone_size = 4 * TU_MIB,
+		.block_size = 4096,
+	};
+
+	tu_mkfs_image(tu_img, &p);
+	return tu_mount(tu_img, false);
+}
+
 /* Write the pattern of @seed at [off, off + len) of /f and of @model. */
 static void put(struct zfs *fs, char *model, uint64_t off, size_t len,
 		uint32_t seed)
@@ -459,17 +472,11 @@ END_TEST
  */
 START_TEST(test_lost_ranges_split)
 {
-	struct zemu_params p = {
-		.size = 256 * TU_MIB,
-		.zone_size = 4 * TU_MIB,
-		.block_size = 4096,
-	};
 	struct zfs *fs;
 	int64_t ino;
 	int k, round;
 
-	tu_mkfs_image(tu_img, &p);
-	fs = tu_mount(tu_img, false);
+	fs = mount_large();
 	TU_OK(tu_write(fs, "/f", 0, 20 * 8192, 1));
 	TU_OK(zfs_sync(fs));
 	ino = tu_ino(fs, "/f");
@@ -512,16 +519,10 @@ END_TEST
  */
 START_TEST(test_unpin_waits_for_meta_lock)
 {
-	struct zemu_params p = {
-		.size = 256 * TU_MIB,
-		.zone_size = 4 * TU_MIB,
-		.block_size = 4096,
-	};
 	int caught = 0, tries;
 	struct zfs *fs;
 
-	tu_mkfs_image(tu_img, &p);
-	fs = tu_mount(tu_img, false);
+	fs = mount_large();
 	for (tries = 0; tries < 200 && caught < 5; tries++) {
 		struct zm_inode *in;
 		uint32_t npin;

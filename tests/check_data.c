@@ -10,10 +10,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -512,56 +515,121 @@ END_TEST
  * exclusive, as an unlink holds it between its busy check and its record,
  * a writeback thread that has just retired a file's last chunk does not
  * unpin the inode. It did, holding only the rt lock, and the unlink's
- * record then freed the inode with its rt attached. The test takes
- * meta_lock exclusive as each chunk retires until it holds it with the
- * queue empty and the inode still pinned (the thread not yet let go),
- * then holds it a while: the pin must stay.
+ * record then freed the inode with its rt attached.
+ *
+ * The window is a few instructions wide (data_apply_chunk() retires the
+ * chunk and lets meta_lock go; data_wb_inode() takes it again to unpin),
+ * too narrow to hit by timing alone. So this binary is linked with
+ * --wrap=alloc_unreserve, which data_apply_chunk() calls inside it holding
+ * no lock: an armed park stops the next writeback thread there. The test
+ * parks the thread at each chunk it retires until the queue is empty, takes
+ * meta_lock exclusive, lets the thread go and holds the lock a while: the
+ * pin must stay.
  */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	bool armed; /* protected by lock: the next call parks */
+	bool parked; /* protected by lock: a thread waits in the wrapper */
+	pthread_t test; /* set before arming: its own calls never park */
+} park = { .lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+
+void __real_alloc_unreserve(struct zfs *fs, uint64_t len);
+void __wrap_alloc_unreserve(struct zfs *fs, uint64_t len);
+
+void __wrap_alloc_unreserve(struct zfs *fs, uint64_t len)
+{
+	pthread_mutex_lock(&park.lock);
+	if (park.armed && !pthread_equal(pthread_self(), park.test)) {
+		park.armed = false;
+		park.parked = true;
+		pthread_cond_broadcast(&park.cv);
+		while (park.parked)
+			pthread_cond_wait(&park.cv, &park.lock);
+	}
+	pthread_mutex_unlock(&park.lock);
+	__real_alloc_unreserve(fs, len);
+}
+
+static void park_arm(void)
+{
+	pthread_mutex_lock(&park.lock);
+	park.test = pthread_self();
+	park.armed = true;
+	pthread_mutex_unlock(&park.lock);
+}
+
+/* Wait (10 s at most) for a thread to park; true if one did. */
+static bool park_wait(void)
+{
+	struct timespec ts;
+	bool parked;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 10;
+	pthread_mutex_lock(&park.lock);
+	while (!park.parked &&
+	       pthread_cond_timedwait(&park.cv, &park.lock, &ts) != ETIMEDOUT)
+		;
+	parked = park.parked;
+	pthread_mutex_unlock(&park.lock);
+	return parked;
+}
+
+/* Let the parked thread go; @rearm parks the next call again. */
+static void park_release(bool rearm)
+{
+	pthread_mutex_lock(&park.lock);
+	park.armed = rearm;
+	park.parked = false;
+	pthread_cond_broadcast(&park.cv);
+	pthread_mutex_unlock(&park.lock);
+}
+
 START_TEST(test_unpin_waits_for_meta_lock)
 {
-	int caught = 0, tries;
 	struct zfs *fs;
+	int file;
 
 	fs = mount_large();
-	for (tries = 0; tries < 200 && caught < 5; tries++) {
+	for (file = 0; file < 3; file++) {
 		struct zm_inode *in;
+		struct zfs_rt *rt;
 		uint32_t npin;
 		int64_t ino;
 		bool queued;
 
-		TU_OK(tu_write(fs, "/f", 0, 3 * TU_MIB, (uint32_t)tries));
+		park_arm();
+		TU_OK(tu_write(fs, "/f", 0, 3 * TU_MIB, (uint32_t)file));
 		ino = tu_ino(fs, "/f");
 		ck_assert_int_gt(ino, 0);
-		do {
-			struct zfs_rt *rt;
-
+		for (;;) {
+			ck_assert_msg(
+				park_wait(),
+				"no writeback thread retired a chunk of /f in 10 s");
 			pthread_rwlock_wrlock(&fs->meta_lock);
 			in = zm_iget(&fs->m, (uint64_t)ino);
 			ck_assert_ptr_nonnull(in);
-			/* No rt: all written, and tu_ino()'s forget freed it. */
 			rt = in->rt;
-			queued = false;
-			if (rt) {
-				pthread_rwlock_rdlock(&rt->lock);
-				queued = rt->wb_first != NULL;
-				pthread_rwlock_unlock(&rt->lock);
-			}
-			npin = in->npin;
-			if (queued)
-				pthread_rwlock_unlock(&fs->meta_lock);
-		} while (queued);
-		if (npin) {
-			caught++;
-			usleep(20000);
-			ck_assert_uint_eq(in->npin, npin);
+			ck_assert_ptr_nonnull(rt); /* pinned: kept */
+			pthread_rwlock_rdlock(&rt->lock);
+			queued = rt->wb_first != NULL;
+			pthread_rwlock_unlock(&rt->lock);
+			if (!queued)
+				break;
+			pthread_rwlock_unlock(&fs->meta_lock);
+			park_release(true);
 		}
+		/* The last chunk retired; the thread has not let go yet. */
+		npin = in->npin;
+		ck_assert_uint_gt(npin, 0);
+		park_release(false);
+		/* Unpinning without meta_lock would take it microseconds. */
+		usleep(50000);
+		ck_assert_uint_eq(in->npin, npin);
 		pthread_rwlock_unlock(&fs->meta_lock);
 		TU_OK(tu_unlink(fs, "/f"));
 	}
-	ck_assert_msg(
-		caught,
-		"of %d files, none still pinned with meta_lock held and its queue empty: the writeback unpins without meta_lock",
-		tries);
 	tu_unmount(fs);
 }
 END_TEST

@@ -46,7 +46,10 @@ nr_skip=0
 # a skip): that is what the summary then shows instead of "passed".
 
 note_file=$(mktemp)
-trap 'rm -f "$note_file"' EXIT
+# The failed tests' names and last lines, shown again after the summary:
+# CI keeps only the end of a long log.
+fail_file=$(mktemp)
+trap 'rm -f "$note_file" "$fail_file"' EXIT
 
 stage_note()
 {
@@ -89,29 +92,39 @@ stage_test_asan()
 	run_meson_test build-asan
 }
 
-# Add build directory $1's results to the totals (in this shell).
+# Add build directory $1's results to the totals (in this shell), and the
+# name and last lines of each test that failed to $fail_file.
 count_tests()
 {
 	local counts p f s
 
-	counts=$(zf_python - "$1/meson-logs/testlog.json" <<'EOF'
+	counts=$(zf_python - "$1/meson-logs/testlog.json" "$1" "$fail_file" <<'EOF'
 import json, sys
 
 ok = fail = skip = 0
+tails = []
 try:
     with open(sys.argv[1]) as f:
         for line in f:
             if not line.strip():
                 continue
-            r = json.loads(line).get("result")
+            t = json.loads(line)
+            r = t.get("result")
             if r in ("OK", "EXPECTEDFAIL"):
                 ok += 1
             elif r == "SKIP":
                 skip += 1
             else:
                 fail += 1
+                out = (t.get("stdout") or "") + (t.get("stderr") or "")
+                last = out.rstrip("\n").splitlines()[-30:]
+                tails.append(f"  -- {sys.argv[2]}: {t.get('name')}: {r} "
+                             f"(exit {t.get('returncode')}); its last lines:\n"
+                             + "".join(f"  | {l}\n" for l in last))
 except OSError:
     pass
+with open(sys.argv[3], "a") as f:
+    f.write("".join(tails))
 print(ok, fail, skip)
 EOF
 	) || counts="0 0 0"
@@ -309,4 +322,8 @@ else
 	echo "scripts/test.sh: passed"
 fi
 echo "tests: $nr_pass passed, $nr_fail failed, $nr_skip skipped"
+if [ -s "$fail_file" ]; then
+	echo "failed tests (their whole logs are in the stages above):"
+	cat "$fail_file"
+fi
 exit "$failed"

@@ -103,7 +103,15 @@ static uint64_t alloc_avail(struct zfs *fs, uint32_t floor)
 	}
 	cap = fs->usable_cap -
 	      ZF_MIN(fs->usable_cap, (uint64_t)floor * fs->max_zcap);
-	live = fs->m.live_bytes + fs->pending_total;
+	/*
+	 * Reclaim's copies in flight are not counted: each replaces live
+	 * bytes one for one, and those count as available the moment its
+	 * move is logged. Counted until they landed, they made the free
+	 * space dip by up to a chunk whenever reclaim ran (df right after
+	 * an rm showed a MiB less than the file had held).
+	 */
+	live = fs->m.live_bytes + fs->pending_total -
+	       ZF_MIN(fs->copy_pending, fs->pending_total);
 	return cap > live ? cap - live : 0;
 }
 
@@ -208,12 +216,16 @@ void alloc_zone_dead(void *arg, uint32_t zone, uint64_t seq)
 	pthread_mutex_unlock(&fs->bg_lock);
 }
 
-void alloc_landed(struct zfs *fs, uint64_t addr, uint64_t len)
+void alloc_landed(struct zfs *fs, uint64_t addr, uint64_t len, bool copy)
 {
 	struct zm_zone *z = &fs->m.zones[zm_zone_of(&fs->m, addr)];
+	uint64_t n;
 
 	pthread_mutex_lock(&fs->alloc_lock);
-	fs->pending_total -= ZF_MIN(ZF_MIN(len, z->pending), fs->pending_total);
+	n = ZF_MIN(ZF_MIN(len, z->pending), fs->pending_total);
+	fs->pending_total -= n;
+	if (copy)
+		fs->copy_pending -= ZF_MIN(n, fs->copy_pending);
 	z->pending -= ZF_MIN(len, z->pending);
 	if (!z->pending && !z->valid) {
 		/* Whatever record dropped the zone's data, it is appended. */
@@ -933,6 +945,8 @@ int alloc_head_write(struct zfs *fs, struct zfs_head *head, const void *buf,
 	z->wp += n;
 	z->pending += n; /* until alloc_landed() */
 	fs->pending_total += n;
+	if (head->kind == ZFS_HEAD_GC)
+		fs->copy_pending += n;
 	z->mtime = zfs_now();
 	if (z->wp == z->start + z->cap) {
 		if (fs->nr_active)

@@ -996,7 +996,8 @@ static void data_land(struct zfs *fs, const struct data_piece *pieces, int np)
 	int i;
 
 	for (i = 0; i < np; i++)
-		alloc_landed(fs, pieces[i].addr, ZF_ROUND_UP(pieces[i].len, (uint64_t)fs->bs));
+		alloc_landed(fs, pieces[i].addr,
+			     ZF_ROUND_UP(pieces[i].len, (uint64_t)fs->bs), false);
 }
 
 /*

@@ -168,7 +168,7 @@ static int gc_move(struct zfs *fs, const struct gc_piece *p, char *buf,
 				ret = gc_log_move(fs, p->ino, from,
 						  addr + (from - (as + done)),
 						  to - from);
-			alloc_landed(fs, addr, wrote);
+			alloc_landed(fs, addr, wrote, true);
 			if (ret)
 				return ret;
 			done += wrote;

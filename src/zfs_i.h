@@ -173,6 +173,7 @@ struct zfs {
 	uint32_t reserve_zones;
 	_Atomic uint64_t snap_bytes; /* size of the last journal snapshot */
 	uint64_t pending_total;	/* sum of zm_zone.pending */
+	uint64_t copy_pending;	/* reclaim's part of pending_total */
 	uint64_t usable_cap;	/* capacity of zones data may use ... */
 	uint64_t max_zcap;	/* ... and the largest zone capacity */
 	bool cap_dirty;		/* zone states changed: recount those */
@@ -358,8 +359,9 @@ int alloc_head_write(struct zfs *fs, struct zfs_head *head, const void *buf,
 /*
  * The @len bytes written at @addr (by alloc_head_write()) are now named by
  * an applied record, or will never be: they stop keeping their zone alive.
+ * @copy: reclaim wrote them (through the gc head).
  */
-void alloc_landed(struct zfs *fs, uint64_t addr, uint64_t len);
+void alloc_landed(struct zfs *fs, uint64_t addr, uint64_t len, bool copy);
 struct zfs_head *alloc_private_head(struct zfs *fs, uint64_t group);
 void alloc_put_head(struct zfs *fs, struct zfs_head *head);
 /* Reserve @len bytes of space for staged data: -ENOSPC when full. */

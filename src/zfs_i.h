@@ -261,6 +261,23 @@ struct zfs_rt *zfs_rt_get(struct zfs *fs, struct zm_inode *in);
 /* Free an unlinked inode nobody uses any more (meta_lock exclusive). */
 void zfs_inode_maybe_free(struct zfs *fs, struct zm_inode *in);
 
+/* ---- zfs.c helpers shared by zfs_*.c ------------------------------------- */
+
+/* The largest file: a size or a write beyond it is -EFBIG. */
+#define ZFS_MAX_FILE_SIZE (1ull << 50)
+/* ZFS_OPEN_* for an open of @in with access @acc (meta_lock exclusive). */
+unsigned int zfs_cache_mode(struct zm_inode *in, struct zfs_rt *rt, int acc);
+/* Free @in->rt once emptied (data_rt_free()); meta_lock exclusive or alone. */
+void zfs_rt_free(struct zm_inode *in);
+/* 0 if @ctx (NULL: the file system) may access @in for @mask, or -EACCES. */
+int zfs_perm(const struct zfs_ctx *ctx, const struct zm_inode *in, int mask);
+/* @in's attributes as a record's zf_dattr, little-endian. */
+void zfs_dattr(const struct zm_inode *in, struct zf_dattr *a);
+/* The live directory @ino in *@dp, or -ENOENT, -ENOTDIR (meta_lock held). */
+int zfs_get_dir(struct zfs *fs, uint64_t ino, struct zm_inode **dp);
+/* @mode less the set-ID bits a write or truncate by @ctx clears. */
+uint32_t zfs_kill_suid(const struct zfs_ctx *ctx, uint32_t mode);
+
 /* ---- data.c --------------------------------------------------------------- */
 
 int data_init(struct zfs *fs);

@@ -1,0 +1,518 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Open files: open and release, the data entry points (read, write,
+ * fsync, sync, lseek, fallocate) and directories (opendir, readdir,
+ * fsyncdir), with the atime they keep (relatime).
+ *
+ * Apart from the namespace (zfs.c) because these work on an inode the
+ * kernel already holds, not on names: they check the handle's access,
+ * then hand the bytes to the data path (data.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "zfs_i.h"
+#include "zonefuse/util.h"
+
+#define ZFS_DAY_NS (86400ll * 1000000000ll)
+
+/* ---- open, release ----------------------------------------------------------------------- */
+
+int zfs_open(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
+	     int flags, unsigned int *cachep)
+{
+	unsigned int cache = 0;
+	struct zfs_rt *rt;
+	int acc = flags & O_ACCMODE, mask = 0, ret;
+	struct zm_inode *in;
+	struct stat st;
+
+	if (acc == O_RDONLY || acc == O_RDWR)
+		mask |= R_OK;
+	if (acc == O_WRONLY || acc == O_RDWR)
+		mask |= W_OK;
+	if ((flags & O_TRUNC) && acc == O_RDONLY)
+		mask |= W_OK;
+	if ((mask & W_OK) && (ret = zfs_check_writable(fs)))
+		return ret;
+	pthread_rwlock_wrlock(&fs->meta_lock);
+	in = zm_iget(&fs->m, ino);
+	if (!in) {
+		ret = -ENOENT;
+		goto out_unlock;
+	}
+	if (zm_is_dir(in) && (mask & W_OK)) {
+		ret = -EISDIR;
+		goto out_unlock;
+	}
+	ret = zfs_perm(ctx, in, mask);
+	if (ret)
+		goto out_unlock;
+	rt = zfs_rt_get(fs, in);
+	if (!rt) {
+		ret = -ENOMEM;
+		goto out_unlock;
+	}
+	if (cachep)
+		cache = zfs_cache_mode(in, rt, acc);
+	in->nopen++;
+	pthread_rwlock_unlock(&fs->meta_lock);
+	if ((flags & O_TRUNC) && zm_is_reg(in)) {
+		struct stat a = { .st_size = 0 };
+
+		ret = zfs_setattr(fs, ctx, ino, &a,
+				  ZFS_SET_SIZE | ZFS_SET_HAVE_FH, &st);
+		if (ret) {
+			zfs_release(fs, ino, cache);
+			return ret;
+		}
+	}
+	if (cachep)
+		*cachep = cache;
+	return 0;
+out_unlock:
+	pthread_rwlock_unlock(&fs->meta_lock);
+	return ret;
+}
+
+int zfs_release(struct zfs *fs, uint64_t ino, unsigned int cache)
+{
+	struct zfs_rt *rt = NULL, *claimed = NULL;
+	struct zfs_head *head = NULL;
+	struct zm_inode *in;
+
+	pthread_rwlock_wrlock(&fs->meta_lock);
+	in = zm_iget(&fs->m, ino);
+	if (in && in->nopen) {
+		struct zfs_rt *irt = in->rt;
+
+		if ((cache & ZFS_OPEN_NOCACHE) && irt && irt->nocache)
+			irt->nocache--;
+		in->nopen--;
+		if (!in->nopen)
+			rt = in->rt;
+	}
+	/*
+	 * The last close of an unlinked file: its staged data will never be
+	 * read, so it is dropped rather than written (which also unpins the
+	 * inode, so that it is freed now, not when the data is written).
+	 */
+	if (rt && !in->nlink)
+		data_discard(fs, rt);
+	else if (rt && data_close_inode(fs, rt))
+		claimed = rt; /* pinned: outlives meta_lock */
+	if (in && !zm_inode_busy(in) && !in->nlink) {
+		zfs_inode_maybe_free(fs, in);
+		rt = NULL;
+	}
+	/* The last close of a large file gives its zone back. */
+	if (rt)
+		head = data_release_head(fs, rt);
+	pthread_rwlock_unlock(&fs->meta_lock);
+	if (head)
+		alloc_put_head(fs, head);
+	if (claimed)
+		data_write_claimed(fs, claimed);
+	return 0;
+}
+
+/* ---- data entry points -------------------------------------------------------------------- */
+
+/*
+ * relatime: atime is updated only if older than the last change or a day
+ * old. Asked under meta_lock shared first, so that readers take the lock
+ * exclusive about once a day per file, not once per read.
+ */
+static bool zfs_atime_due(struct zfs *fs, const struct zm_inode *in)
+{
+	return !fs->rdonly && !fs->error &&
+	       (in->atime < in->mtime || in->atime < in->ctime ||
+		zfs_now() - in->atime >= ZFS_DAY_NS);
+}
+
+/* meta_lock held exclusive. */
+static void zfs_touch_atime(struct zfs *fs, struct zm_inode *in)
+{
+	int64_t now = zfs_now();
+	struct zf_rec_setattr rec;
+
+	if (!zfs_atime_due(fs, in))
+		return;
+	zfs_dattr(in, &rec.attr);
+	rec.attr.atime = (int64_t)htole64((uint64_t)now);
+	rec.valid = htole32(ZF_ATTR_ATIME);
+	rec.reserved = 0;
+	zfs_log(fs, ZF_REC_SETATTR, &rec, sizeof(rec));
+}
+
+void *zfs_read_buf(struct zfs *fs, size_t size)
+{
+	return data_read_buf(fs, size);
+}
+
+void zfs_read_buf_put(struct zfs *fs, void *buf, size_t size)
+{
+	data_read_buf_put(fs, buf, size);
+}
+
+ssize_t zfs_read(struct zfs *fs, uint64_t ino, void *buf, size_t size,
+		 off_t off)
+{
+	struct zm_inode *in;
+	bool due = false;
+	ssize_t ret;
+
+	if (off < 0)
+		return -EINVAL;
+	pthread_rwlock_rdlock(&fs->meta_lock);
+	in = zm_iget(&fs->m, ino);
+	if (!in)
+		ret = -ENOENT;
+	else if (zm_is_dir(in))
+		ret = -EISDIR;
+	else if (!zm_is_reg(in) || !in->rt)
+		ret = -EBADF;
+	else
+		ret = data_read(fs, in, buf, size, (uint64_t)off);
+	if (ret >= 0)
+		due = zfs_atime_due(fs, in);
+	pthread_rwlock_unlock(&fs->meta_lock);
+	if (due) {
+		pthread_rwlock_wrlock(&fs->meta_lock);
+		in = zm_iget(&fs->m, ino);
+		if (in && in->rt) {
+			pthread_rwlock_wrlock(&((struct zfs_rt *)in->rt)->lock);
+			zfs_touch_atime(fs, in);
+			pthread_rwlock_unlock(&((struct zfs_rt *)in->rt)->lock);
+		}
+		pthread_rwlock_unlock(&fs->meta_lock);
+	}
+	return ret;
+}
+
+ssize_t zfs_write(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
+		  const void *buf, size_t size, off_t off, bool append)
+{
+	struct zm_inode *in;
+	struct zfs_rt *rt;
+	ssize_t ret;
+
+	if (off < 0)
+		return -EINVAL;
+	ret = zfs_check_writable(fs);
+	if (ret)
+		return ret;
+	if (!size)
+		return 0;
+	/* Space and memory first, with no lock held: they may wait. */
+	data_throttle(fs);
+	ret = alloc_reserve(fs, ZF_ROUND_UP(size, (uint64_t)fs->bs) + 2 * fs->bs);
+	if (ret)
+		return ret;
+	pthread_rwlock_rdlock(&fs->meta_lock);
+	in = zm_iget(&fs->m, ino);
+	rt = in ? in->rt : NULL;
+	if (!in) {
+		ret = -ENOENT;
+	} else if (!zm_is_reg(in) || !rt) {
+		ret = zm_is_dir(in) ? -EISDIR : -EBADF;
+	} else {
+		pthread_rwlock_wrlock(&rt->lock);
+		if (append)
+			off = (off_t)data_vsize(in);
+		if ((uint64_t)off + size > ZFS_MAX_FILE_SIZE) {
+			ret = -EFBIG;
+		} else {
+			uint32_t mode = zfs_kill_suid(ctx, in->mode & 07777);
+
+			if (mode != (in->mode & 07777)) {
+				struct zf_rec_setattr rec;
+
+				zfs_dattr(in, &rec.attr);
+				rec.attr.mode = htole32(mode);
+				rec.valid = htole32(ZF_ATTR_MODE);
+				rec.reserved = 0;
+				ret = zfs_log(fs, ZF_REC_SETATTR, &rec,
+					      sizeof(rec));
+			}
+			if (!ret)
+				ret = data_write(fs, in, buf, size,
+						 (uint64_t)off);
+		}
+		pthread_rwlock_unlock(&rt->lock);
+	}
+	pthread_rwlock_unlock(&fs->meta_lock);
+	/* data_write took what it needed from the reservation. */
+	alloc_unreserve(fs, ZF_ROUND_UP(size, (uint64_t)fs->bs) + 2 * fs->bs);
+	if (ret > 0)
+		fs->host_bytes += (uint64_t)ret;
+	return ret;
+}
+
+int zfs_fsync(struct zfs *fs, uint64_t ino, bool datasync)
+{
+	struct zm_inode *in;
+	struct zfs_rt *rt;
+	int ret = 0;
+
+	(void)datasync;
+	if (fs->rdonly)
+		return 0;
+	pthread_rwlock_rdlock(&fs->meta_lock);
+	in = zm_iget(&fs->m, ino);
+	rt = in ? in->rt : NULL;
+	if (!in)
+		ret = -ENOENT;
+	pthread_rwlock_unlock(&fs->meta_lock);
+	/*
+	 * The rt outlives this window: it is freed only with meta_lock
+	 * exclusive when the inode is idle, and the caller holds it open.
+	 */
+	if (!ret && rt)
+		ret = data_flush_inode(fs, rt);
+	if (!ret)
+		ret = jrnl_commit(fs->j, UINT64_MAX);
+	if (!ret && fs->error)
+		ret = -EIO;
+	return ret;
+}
+
+int zfs_sync(struct zfs *fs)
+{
+	int ret;
+
+	if (fs->rdonly)
+		return 0;
+	ret = data_flush_all(fs);
+	if (!ret)
+		ret = jrnl_commit(fs->j, UINT64_MAX);
+	return ret;
+}
+
+int zfs_lseek(struct zfs *fs, uint64_t ino, off_t off, int whence, off_t *res)
+{
+	struct zm_inode *in;
+	struct zfs_rt *rt;
+	int ret = 0;
+
+	if (whence != SEEK_DATA && whence != SEEK_HOLE)
+		return -EINVAL;
+	if (off < 0)
+		return -ENXIO;
+	pthread_rwlock_rdlock(&fs->meta_lock);
+	in = zm_iget(&fs->m, ino);
+	rt = in ? in->rt : NULL;
+	if (!in || !zm_is_reg(in)) {
+		ret = in ? -EINVAL : -ENOENT;
+		goto out_unlock;
+	}
+	if (rt)
+		pthread_rwlock_rdlock(&rt->lock);
+	if ((uint64_t)off >= data_vsize(in)) {
+		ret = -ENXIO;
+	} else {
+		uint64_t vsize = data_vsize(in);
+		/*
+		 * Data is what extents and staged chunks cover; the rest is
+		 * hole. Staged chunks are flushed by an fsync, so here they
+		 * count as data wherever they are.
+		 */
+		uint64_t pos = (uint64_t)off, best_data = UINT64_MAX;
+		uint32_t k = zm_extent_find(in, pos);
+		struct zfs_chunk *c;
+		bool in_data = false;
+
+		if (k < in->f.n_ext && in->f.ext[k].foff <= pos)
+			in_data = true;
+		if (k < in->f.n_ext)
+			best_data = ZF_MAX(in->f.ext[k].foff, pos);
+		for (c = rt ? rt->open : NULL; c; c = c->next) {
+			uint32_t i;
+
+			for (i = 0; i < c->nr; i++) {
+				uint64_t s = c->foff + c->fill[i].s;
+				uint64_t e = c->foff + c->fill[i].e;
+
+				if (e <= pos)
+					continue;
+				if (s <= pos)
+					in_data = true;
+				best_data = ZF_MIN(best_data, ZF_MAX(s, pos));
+			}
+		}
+		if (whence == SEEK_DATA) {
+			if (in_data)
+				*res = off;
+			else if (best_data < vsize)
+				*res = (off_t)best_data;
+			else
+				ret = -ENXIO;
+		} else {
+			/*
+			 * The end of the run of data at pos: walk extents
+			 * while they touch. Staged data is conservatively
+			 * counted up to the end of its chunk.
+			 */
+			uint64_t end = pos;
+			bool moved = true;
+
+			while (moved) {
+				moved = false;
+				k = zm_extent_find(in, end);
+				if (k < in->f.n_ext && in->f.ext[k].foff <= end) {
+					end = in->f.ext[k].foff + in->f.ext[k].len;
+					moved = true;
+				}
+				for (c = rt ? rt->open : NULL; c; c = c->next) {
+					uint32_t i;
+
+					for (i = 0; i < c->nr; i++) {
+						uint64_t s = c->foff + c->fill[i].s;
+						uint64_t e = c->foff + c->fill[i].e;
+
+						if (s <= end && e > end) {
+							end = e;
+							moved = true;
+						}
+					}
+				}
+			}
+			*res = (off_t)ZF_MIN(end, vsize);
+		}
+	}
+	if (rt)
+		pthread_rwlock_unlock(&rt->lock);
+out_unlock:
+	pthread_rwlock_unlock(&fs->meta_lock);
+	return ret;
+}
+
+int zfs_fallocate(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
+		  int mode, off_t off, off_t len)
+{
+	struct stat a, st;
+	int ret;
+
+	if (off < 0 || len <= 0)
+		return -EINVAL;
+	if (mode & ~FALLOC_FL_KEEP_SIZE)
+		return -EOPNOTSUPP;
+	/*
+	 * Space cannot be preallocated in a zone (it is written only at the
+	 * write pointer): fallocate extends the size, the blocks come when
+	 * the data is written.
+	 */
+	if (mode & FALLOC_FL_KEEP_SIZE)
+		return 0;
+	ret = zfs_getattr(fs, ino, &st);
+	if (ret)
+		return ret;
+	if (!S_ISREG(st.st_mode))
+		return S_ISDIR(st.st_mode) ? -EISDIR : -ENODEV;
+	if (off + len <= st.st_size)
+		return 0;
+	memset(&a, 0, sizeof(a));
+	a.st_size = off + len;
+	return zfs_setattr(fs, ctx, ino, &a, ZFS_SET_SIZE | ZFS_SET_HAVE_FH,
+			   &st);
+}
+
+/* ---- directories ------------------------------------------------------------------------------ */
+
+int zfs_opendir(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino)
+{
+	struct zm_inode *in;
+	int ret;
+
+	pthread_rwlock_rdlock(&fs->meta_lock);
+	in = zm_iget(&fs->m, ino);
+	if (!in)
+		ret = -ENOENT;
+	else if (!zm_is_dir(in))
+		ret = -ENOTDIR;
+	else
+		ret = zfs_perm(ctx, in, R_OK);
+	pthread_rwlock_unlock(&fs->meta_lock);
+	return ret;
+}
+
+int zfs_readdir(struct zfs *fs, uint64_t ino, off_t off, bool plus,
+		zfs_fill_fn fill, void *arg)
+{
+	struct zm_inode *dir, *in;
+	struct zm_dent *e;
+	struct stat st;
+	bool first = off < 1, due = false;
+	int ret;
+
+	pthread_rwlock_rdlock(&fs->meta_lock);
+	ret = zfs_get_dir(fs, ino, &dir);
+	if (ret)
+		goto out_unlock;
+	if (off < 1) {
+		memset(&st, 0, sizeof(st));
+		st.st_ino = dir->ino;
+		st.st_mode = dir->mode;
+		if (plus)
+			zfs_fill_stat(fs, dir, &st);
+		if (fill(arg, ".", &st, 1))
+			goto out_unlock;
+		off = 1;
+	}
+	if (off < 2) {
+		/* A damaged parent pointer (fsck repairs it): show the dir. */
+		in = zm_iget(&fs->m, dir->parent);
+		if (!in)
+			in = dir;
+		memset(&st, 0, sizeof(st));
+		st.st_ino = in->ino;
+		st.st_mode = in->mode;
+		if (plus)
+			zfs_fill_stat(fs, in, &st);
+		if (fill(arg, "..", &st, 2))
+			goto out_unlock;
+		off = 2;
+	}
+	for (e = zm_dir_next(dir, (uint64_t)off); e;
+	     e = zm_dir_next(dir, e->cookie)) {
+		in = zm_iget(&fs->m, e->ino);
+		if (!in)
+			continue; /* an entry naming no inode: fsck's to repair */
+		memset(&st, 0, sizeof(st));
+		st.st_ino = in->ino;
+		st.st_mode = in->mode;
+		if (plus)
+			zfs_fill_stat(fs, in, &st);
+		if (fill(arg, e->name, &st, (off_t)e->cookie))
+			break;
+		/* The kernel keeps what readdirplus returned. */
+		if (plus)
+			__atomic_add_fetch(&in->nlookup, 1, __ATOMIC_RELAXED);
+	}
+	due = first && zfs_atime_due(fs, dir);
+out_unlock:
+	pthread_rwlock_unlock(&fs->meta_lock);
+	/*
+	 * Listing a directory reads it: atime as ext4 keeps it (relatime),
+	 * once per listing (its first chunk), not per getdents call.
+	 */
+	if (!ret && due) {
+		pthread_rwlock_wrlock(&fs->meta_lock);
+		dir = zm_iget(&fs->m, ino);
+		if (dir && zm_is_dir(dir))
+			zfs_touch_atime(fs, dir);
+		pthread_rwlock_unlock(&fs->meta_lock);
+	}
+	return ret;
+}
+
+int zfs_fsyncdir(struct zfs *fs, uint64_t ino)
+{
+	(void)ino;
+	if (fs->rdonly)
+		return 0;
+	return jrnl_commit(fs->j, UINT64_MAX);
+}

@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The life of a mounted file system: mount (device, journal replay,
+ * allocator), the start of the writeback and background threads, the
+ * background thread itself (commit timer, idle chunks, counters,
+ * reclaim), unmount, and the crash the tests use.
+ *
+ * Apart from zfs.c because it makes and tears down the struct zfs that
+ * every other operation only uses.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "zfs_i.h"
+#include "zonefuse/util.h"
+
+/* ---- background: commit timer and reclaim ------------------------------------------------------ */
+
+static int zfs_log_counters(struct zfs *fs)
+{
+	struct zf_rec_counters rec;
+	struct jrnl_stats js;
+	struct zdev_stats ds;
+	int ret;
+
+	/* Before meta_lock: the journal's committer may be waiting for it. */
+	jrnl_get_stats(fs->j, &js);
+	zdev_get_stats(fs->dev, &ds);
+	pthread_rwlock_rdlock(&fs->meta_lock);
+	rec.host_bytes = htole64(fs->base_host_bytes + fs->host_bytes);
+	rec.device_bytes = htole64(fs->base_device_bytes + ds.bytes_written);
+	rec.gc_bytes = htole64(fs->base_gc_bytes + fs->gc_bytes);
+	rec.meta_bytes = htole64(fs->base_meta_bytes + js.meta_bytes);
+	if (le64toh(rec.host_bytes) == fs->m.counters.host_bytes &&
+	    le64toh(rec.device_bytes) == fs->m.counters.device_bytes) {
+		pthread_rwlock_unlock(&fs->meta_lock);
+		return 0;
+	}
+	ret = zfs_log(fs, ZF_REC_COUNTERS, &rec, sizeof(rec));
+	pthread_rwlock_unlock(&fs->meta_lock);
+	return ret;
+}
+
+static void *zfs_bg_main(void *arg)
+{
+	struct zfs *fs = arg;
+	uint64_t interval = (uint64_t)fs->opts.commit_ms * 1000000ull;
+	uint64_t next = zutil_now_mono_ns() + interval;
+
+	pthread_mutex_lock(&fs->bg_lock);
+	while (!fs->bg_stop) {
+		struct timespec ts;
+		uint64_t now = zutil_now_mono_ns();
+		bool kick, dead;
+
+		if (fs->opts.no_reclaim_thread)
+			fs->bg_dead = false;
+		if (!fs->bg_kick && !fs->bg_dead && now < next) {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += (time_t)((next - now) / 1000000000ull);
+			ts.tv_nsec += (long)((next - now) % 1000000000ull);
+			if (ts.tv_nsec >= 1000000000l) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000l;
+			}
+			pthread_cond_timedwait(&fs->bg_cv, &fs->bg_lock, &ts);
+			continue;
+		}
+		kick = fs->bg_kick;
+		dead = fs->bg_dead;
+		fs->bg_kick = fs->bg_dead = false;
+		pthread_mutex_unlock(&fs->bg_lock);
+		if (!fs->error) {
+			if (zutil_now_mono_ns() >= next) {
+				data_seal_idle(fs, interval / 2);
+				data_pool_trim(fs);
+				zfs_log_counters(fs);
+				jrnl_commit(fs->j, UINT64_MAX);
+				next = zutil_now_mono_ns() + interval;
+			} else if (dead) {
+				/* Group commit: one for a whole rm -r. */
+				jrnl_commit(fs->j, UINT64_MAX);
+			}
+			if (!fs->opts.no_reclaim_thread || kick)
+				alloc_reclaim(fs);
+			/*
+			 * Free zones low: empty one zone, commit the moves
+			 * (the commit kicks this thread again to reset it).
+			 */
+			fs->space_low = gc_wanted(fs);
+			if (!fs->opts.no_reclaim_thread && fs->space_low &&
+			    gc_collect(fs, 1, false) > 0)
+				jrnl_commit(fs->j, UINT64_MAX);
+		}
+		pthread_mutex_lock(&fs->bg_lock);
+	}
+	pthread_mutex_unlock(&fs->bg_lock);
+	return NULL;
+}
+
+/* ---- mount, unmount ------------------------------------------------------------------------------------ */
+
+static void zfs_free(struct zfs *fs)
+{
+	uint32_t i;
+
+	if (fs->m.itab) {
+		for (i = 0; i <= fs->m.imask; i++) {
+			struct zm_inode *in;
+
+			for (in = fs->m.itab[i]; in; in = in->hnext)
+				if (in->rt) {
+					data_rt_free(fs, in->rt);
+					zfs_rt_free(in);
+				}
+		}
+	}
+	data_pool_free(fs);
+	alloc_destroy(fs);
+	zm_destroy(&fs->m);
+	pthread_rwlock_destroy(&fs->meta_lock);
+	pthread_mutex_destroy(&fs->alloc_lock);
+	pthread_cond_destroy(&fs->alloc_cv);
+	pthread_mutex_destroy(&fs->wb_lock);
+	pthread_cond_destroy(&fs->wb_cv);
+	pthread_cond_destroy(&fs->stage_cv);
+	pthread_mutex_destroy(&fs->bg_lock);
+	pthread_cond_destroy(&fs->bg_cv);
+	pthread_mutex_destroy(&fs->gc_lock);
+	pthread_mutex_destroy(&fs->lost_lock);
+	free(fs->lost);
+	free(fs);
+}
+
+int zfs_mount(const char *path, const struct zfs_opts *opts,
+	      struct zfs **fsp, char *err, size_t errlen)
+{
+	struct jrnl_replay_info info;
+	struct zfs *fs;
+	int ret;
+
+	fs = calloc(1, sizeof(*fs));
+	if (!fs)
+		return -ENOMEM;
+	if (opts)
+		fs->opts = *opts;
+	if (!fs->opts.commit_ms)
+		fs->opts.commit_ms = ZFS_DEFAULT_COMMIT_MS;
+	if (!fs->opts.stage_bytes)
+		fs->opts.stage_bytes = ZFS_DEFAULT_STAGE_BYTES;
+	fs->rdonly = fs->opts.rdonly;
+	pthread_rwlock_init(&fs->meta_lock, NULL);
+	pthread_mutex_init(&fs->alloc_lock, NULL);
+	pthread_cond_init(&fs->alloc_cv, NULL);
+	pthread_mutex_init(&fs->wb_lock, NULL);
+	pthread_cond_init(&fs->wb_cv, NULL);
+	pthread_cond_init(&fs->stage_cv, NULL);
+	pthread_mutex_init(&fs->bg_lock, NULL);
+	pthread_mutex_init(&fs->lost_lock, NULL);
+	pthread_cond_init(&fs->bg_cv, NULL);
+	pthread_mutex_init(&fs->gc_lock, NULL);
+
+	ret = zdev_open(path,
+			(fs->rdonly ? ZDEV_RDONLY |
+					      (fs->opts.no_lock ? 0 : ZDEV_EXCL) :
+				      ZDEV_EXCL) |
+				(fs->opts.wait_busy ? ZDEV_WAIT : 0),
+			&fs->dev, err, errlen);
+	if (ret)
+		goto out_free;
+	fs->bs = zdev_geom(fs->dev)->block_size;
+	ret = jrnl_open(fs->dev,
+			(fs->rdonly ? JRNL_RDONLY : 0) |
+				(fs->opts.salvage ? JRNL_SALVAGE : 0),
+			&fs->m, &fs->j, &fs->sb, &info, err, errlen);
+	if (ret)
+		goto out_close;
+	jrnl_set_cb(fs->j, &alloc_jrnl_cb, fs);
+	fs->replay = info;
+	fs->base_host_bytes = fs->m.counters.host_bytes;
+	fs->base_device_bytes = fs->m.counters.device_bytes;
+	fs->base_gc_bytes = fs->m.counters.gc_bytes;
+	fs->base_meta_bytes = fs->m.counters.meta_bytes;
+	ret = alloc_init(fs);
+	if (ret)
+		goto out_jrnl;
+	if (!fs->rdonly) {
+		if (info.damaged)
+			zlog_err("%s: the metadata journal is damaged: replay stopped at %s, and records up to seq %" PRIu64 " after it are lost; run `zonefuse fsck %s`",
+				 path, info.stop, info.damaged_seq, path);
+		else if (!info.clean)
+			zlog_info("%s: the last session did not unmount cleanly (%s); starting a new metadata snapshot",
+				  path, info.stop);
+		ret = jrnl_start(fs->j);
+		if (ret) {
+			zutil_err(err, errlen,
+				  "%s: writing the metadata snapshot failed: %s",
+				  path, strerror(-ret));
+			goto out_alloc;
+		}
+	}
+	if (!fs->opts.defer_threads) {
+		ret = zfs_start(fs);
+		if (ret)
+			goto out_alloc;
+	}
+	*fsp = fs;
+	return 0;
+
+out_alloc:
+	alloc_destroy(fs);
+out_jrnl:
+	jrnl_close(fs->j, false);
+	fs->j = NULL;
+	zm_destroy(&fs->m);
+out_close:
+	zdev_close(fs->dev);
+out_free:
+	fs->m.itab = NULL;
+	zfs_free(fs);
+	return ret;
+}
+
+int zfs_start(struct zfs *fs)
+{
+	int ret;
+
+	ret = data_init(fs);
+	if (ret || fs->rdonly)
+		return ret;
+	ret = pthread_create(&fs->bg_thread, NULL, zfs_bg_main, fs);
+	if (ret) {
+		data_stop(fs);
+		return -ret;
+	}
+	fs->bg_started = true;
+	return 0;
+}
+
+static void zfs_bg_stop(struct zfs *fs)
+{
+	if (!fs->bg_started)
+		return;
+	pthread_mutex_lock(&fs->bg_lock);
+	fs->bg_stop = true;
+	pthread_cond_signal(&fs->bg_cv);
+	pthread_mutex_unlock(&fs->bg_lock);
+	pthread_join(fs->bg_thread, NULL);
+	fs->bg_started = false;
+}
+
+int zfs_unmount(struct zfs *fs)
+{
+	int ret = 0, r;
+
+	if (!fs->rdonly && !fs->error) {
+		ret = data_flush_all(fs);
+		zfs_bg_stop(fs);
+		/*
+		 * Zones whose data was deleted leave empty: the heads let go
+		 * of theirs, the freeing records are made durable, and then
+		 * the resets can be journaled before the last commit.
+		 */
+		alloc_release_heads(fs);
+		if (!ret)
+			ret = jrnl_commit(fs->j, UINT64_MAX);
+		alloc_reclaim(fs);
+		if (!ret)
+			ret = zfs_log_counters(fs);
+	} else {
+		zfs_bg_stop(fs);
+	}
+	data_stop(fs);
+	r = jrnl_close(fs->j, !fs->rdonly && !fs->error && !ret);
+	if (!ret)
+		ret = r;
+	if (!ret && fs->error)
+		ret = fs->error;
+	fs->j = NULL;
+	if (!fs->rdonly) {
+		r = zdev_flush(fs->dev);
+		if (!ret)
+			ret = r;
+	}
+	zdev_close(fs->dev);
+	zfs_free(fs);
+	return ret;
+}
+
+void zfs_crash(struct zfs *fs)
+{
+	/* Nothing more reaches the device: stop threads, drop everything. */
+	atomic_store(&fs->error, -ESHUTDOWN);
+	zfs_bg_stop(fs);
+	data_stop(fs);
+	jrnl_close(fs->j, false);
+	fs->j = NULL;
+	zdev_close(fs->dev);
+	zfs_free(fs);
+}

@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * What the file system reports about itself: statfs, the stats (space,
+ * zone states and wear, the journal's and the device's counters) and
+ * their JSON, a file's extents as text, and reclaim on demand (the
+ * tests call it).
+ *
+ * Apart from zfs.c because they read the state and change nothing in it;
+ * zfs_reclaim_now() only hands the work to alloc.c.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "zfs_i.h"
+#include "zonefuse/util.h"
+
+/* ---- statistics ------------------------------------------------------------------------------------- */
+
+int zfs_statfs(struct zfs *fs, struct statvfs *st)
+{
+	uint64_t cap, free, used, recl;
+
+	alloc_space(fs, &cap, &free, &used, &recl);
+	memset(st, 0, sizeof(*st));
+	st->f_bsize = 4096;
+	st->f_frsize = 4096;
+	st->f_blocks = cap / 4096;
+	st->f_bfree = ZF_MIN(free, cap) / 4096;
+	st->f_bavail = st->f_bfree;
+	pthread_rwlock_rdlock(&fs->meta_lock);
+	/* No inode table to run out of: each new file costs a block or so. */
+	st->f_ffree = st->f_bfree;
+	st->f_files = fs->m.nr_inodes + st->f_ffree;
+	pthread_rwlock_unlock(&fs->meta_lock);
+	st->f_favail = st->f_ffree;
+	st->f_namemax = ZF_NAME_MAX;
+	st->f_fsid = le64toh(*(uint64_t *)fs->sb.uuid);
+	if (fs->rdonly || fs->error)
+		st->f_flag |= ST_RDONLY;
+	return 0;
+}
+
+int zfs_get_stats(struct zfs *fs, struct zfs_stats *s)
+{
+	struct zdev_stats ds;
+	struct jrnl_stats js;
+	uint64_t sum = 0, n = 0;
+	uint32_t i;
+
+	memset(s, 0, sizeof(*s));
+	alloc_space(fs, &s->capacity_bytes, &s->free_bytes, &s->used_bytes,
+		    &s->reclaimable_bytes);
+	jrnl_get_stats(fs->j, &js);
+	zdev_get_stats(fs->dev, &ds);
+	pthread_rwlock_rdlock(&fs->meta_lock);
+	s->files = fs->m.nr_files;
+	s->directories = fs->m.nr_dirs;
+	pthread_mutex_lock(&fs->alloc_lock);
+	s->zones_total = fs->m.nr_zones;
+	s->resets_min = UINT64_MAX;
+	for (i = 0; i < fs->m.nr_zones; i++) {
+		struct zm_zone *z = &fs->m.zones[i];
+
+		switch (z->state) {
+		case ZM_ZONE_SUPER:
+			s->zones_super++;
+			s->meta_resets_max = ZF_MAX(s->meta_resets_max, z->resets);
+			continue;
+		case ZM_ZONE_META:
+			/*
+			 * The journal's zones come from the pool but are not
+			 * reset while it uses them: count them with the
+			 * metadata, not in the data zones' wear.
+			 */
+			s->zones_meta++;
+			s->meta_resets_max = ZF_MAX(s->meta_resets_max, z->resets);
+			continue;
+		case ZM_ZONE_BAD:
+			s->zones_bad++;
+			continue;
+		default:
+			if (z->wp == z->start)
+				s->zones_empty++;
+			else if (z->wp >= z->start + z->cap)
+				s->zones_full++;
+			else if (z->flags & ZFS_ZF_HEAD)
+				s->zones_open++;
+			else
+				s->zones_closed++;
+			break;
+		}
+		/* Data and chain zones share the pool: their wear counts. */
+		sum += z->resets;
+		n++;
+		s->resets_min = ZF_MIN(s->resets_min, z->resets);
+		s->resets_max = ZF_MAX(s->resets_max, z->resets);
+	}
+	s->active_zones = fs->nr_active;
+	pthread_mutex_unlock(&fs->alloc_lock);
+	s->host_bytes_written = fs->base_host_bytes + fs->host_bytes;
+	pthread_rwlock_unlock(&fs->meta_lock);
+	if (!n)
+		s->resets_min = 0;
+	s->resets_total = sum;
+	s->resets_mean = n ? (double)sum / (double)n : 0;
+	s->meta_zones = s->zones_meta + s->zones_super;
+	s->open_zones = s->zones_open;
+	s->snap_seq = js.snap_seq;
+	s->last_seq = jrnl_last_seq(fs->j);
+	s->durable_seq = jrnl_durable_seq(fs->j);
+	s->device_bytes_written = fs->base_device_bytes + ds.bytes_written;
+	s->gc_bytes_written = fs->base_gc_bytes + fs->gc_bytes;
+	s->meta_bytes_written = fs->base_meta_bytes + js.meta_bytes;
+	s->device_bytes_read = ds.bytes_read;
+	s->write_amplification =
+		s->host_bytes_written ?
+			(double)s->device_bytes_written /
+				(double)s->host_bytes_written :
+			-1;
+	s->max_open = zdev_geom(fs->dev)->max_open;
+	s->max_active = zdev_geom(fs->dev)->max_active;
+	s->read_only = fs->rdonly || fs->error;
+	s->error = fs->error;
+	return 0;
+}
+
+int zfs_stats_json(const struct zfs_stats *s, char *buf, size_t size)
+{
+	char wa[32];
+	int n;
+
+	if (s->write_amplification < 0)
+		snprintf(wa, sizeof(wa), "null");
+	else
+		snprintf(wa, sizeof(wa), "%.4f", s->write_amplification);
+	n = snprintf(buf, size,
+		     "{\"capacity_bytes\": %" PRIu64 ", \"used_bytes\": %" PRIu64
+		     ", \"free_bytes\": %" PRIu64 ", \"reclaimable_bytes\": %" PRIu64
+		     ", \"files\": %" PRIu64 ", \"directories\": %" PRIu64
+		     ", \"zones_total\": %u, \"zones_empty\": %u, \"zones_open\": %u"
+		     ", \"zones_closed\": %u, \"zones_full\": %u, \"meta_zones\": %u"
+		     ", \"zones_bad\": %u, \"snapshot_seq\": %" PRIu64
+		     ", \"last_seq\": %" PRIu64
+		     ", \"host_bytes_written\": %" PRIu64
+		     ", \"device_bytes_written\": %" PRIu64
+		     ", \"gc_bytes_written\": %" PRIu64
+		     ", \"meta_bytes_written\": %" PRIu64
+		     ", \"device_bytes_read\": %" PRIu64
+		     ", \"write_amplification\": %s"
+		     ", \"resets_total\": %" PRIu64 ", \"resets_min\": %" PRIu64
+		     ", \"resets_max\": %" PRIu64 ", \"resets_mean\": %.3f"
+		     ", \"resets_spread\": %" PRIu64
+		     ", \"meta_resets_max\": %" PRIu64
+		     ", \"open_zones\": %u, \"active_zones\": %u"
+		     ", \"max_open\": %u, \"max_active\": %u"
+		     ", \"read_only\": %s}",
+		     s->capacity_bytes, s->used_bytes, s->free_bytes,
+		     s->reclaimable_bytes, s->files, s->directories,
+		     s->zones_total, s->zones_empty, s->zones_open,
+		     s->zones_closed, s->zones_full, s->meta_zones,
+		     s->zones_bad, s->snap_seq, s->last_seq,
+		     s->host_bytes_written, s->device_bytes_written,
+		     s->gc_bytes_written, s->meta_bytes_written,
+		     s->device_bytes_read, wa,
+		     s->resets_total, s->resets_min, s->resets_max,
+		     s->resets_mean, s->resets_max - s->resets_min,
+		     s->meta_resets_max, s->open_zones,
+		     s->active_zones, s->max_open, s->max_active,
+		     s->read_only ? "true" : "false");
+	if (n < 0 || (size_t)n >= size)
+		return -ERANGE;
+	return n;
+}
+
+ssize_t zfs_extents_text(struct zfs *fs, uint64_t ino, char *buf, size_t size)
+{
+	struct zm_inode *in;
+	ssize_t ret = 0;
+	size_t off = 0;
+	uint32_t k;
+
+	pthread_rwlock_rdlock(&fs->meta_lock);
+	in = zm_iget(&fs->m, ino);
+	if (!in) {
+		ret = -ENOENT;
+		goto out_unlock;
+	}
+	if (!zm_is_reg(in))
+		goto out_unlock;
+	if (in->rt)
+		pthread_rwlock_rdlock(&((struct zfs_rt *)in->rt)->lock);
+	for (k = 0; k < in->f.n_ext; k++) {
+		const struct zm_extent *e = &in->f.ext[k];
+		uint32_t z = zm_zone_of(&fs->m, e->addr);
+		int n = snprintf(buf + off, size - off,
+				 "zone %u offset %" PRIu64 " length %" PRIu64
+				 " file_offset %" PRIu64 "\n",
+				 z, e->addr - fs->m.zones[z].start, e->len,
+				 e->foff);
+
+		if (n < 0 || (size_t)n >= size - off) {
+			ret = -E2BIG;
+			break;
+		}
+		off += (size_t)n;
+	}
+	if (in->rt)
+		pthread_rwlock_unlock(&((struct zfs_rt *)in->rt)->lock);
+	if (!ret)
+		ret = (ssize_t)off;
+out_unlock:
+	pthread_rwlock_unlock(&fs->meta_lock);
+	return ret;
+}
+
+int zfs_reclaim_now(struct zfs *fs)
+{
+	return alloc_reclaim(fs);
+}

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * The metadata journal in zones (format.h has the bytes, docs/format.md the
- * rules).
+ * rules): the writer and the committer. jrnl_mkfs.c makes a new journal,
+ * jrnl_replay.c reads one back; jrnl_i.h has what the three share.
  *
  * Why a chain named by anchors rather than a fixed ring of metadata zones:
  * a fixed ring must hold two snapshots and the log between them, so a file
@@ -10,24 +11,15 @@
  * the metadata requires, and wears its zones like any data zone. The only
  * fixed zones are the two super zones, which take one small anchor per
  * snapshot.
- *
- * Replay trusts nothing it reads: every structure is checked (magic, CRC,
- * uuid, generation, sequence) and the first record that fails ends the log.
- * Records after a torn tail would never be replayed, so a writable mount
- * that finds one starts a fresh chain before appending (jrnl_start()).
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <pthread.h>
-#include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
+#include "jrnl_i.h"
 #include "zonefuse/crc32c.h"
-#include "zonefuse/jrnl.h"
 #include "zonefuse/util.h"
 
 /*
@@ -36,67 +28,8 @@
  * chain does not eat the reserve of a small device.
  */
 #define JRNL_ROLL_MAX (8ull << 20)
-#define JRNL_MAX_ANCHORS 1024u
-#define JRNL_SB_SCAN_ZONES 16u
-#define JRNL_READ_CHUNK (1u << 20)
 /* Tries of a write the device refuses to open a zone for, 1 ms apart. */
 #define JRNL_RETRY_OPEN 1000
-
-struct jrnl {
-	struct zdev *dev;
-	struct zmeta *m; /* zone geometry, chain zone states */
-	struct zf_super sb;
-	uint32_t bs;
-	bool rdonly;
-
-	pthread_mutex_t lock; /* protects pend*, next_seq, durable_seq, gen,
-				 busy, error */
-	pthread_cond_t cv;    /* busy cleared or durable_seq moved */
-	char *pend;	      /* encoded records not yet written */
-	size_t pend_len, pend_cap;
-	uint64_t next_seq;
-	uint64_t durable_seq;
-	uint32_t gen;
-	bool busy; /* a committer runs: it alone touches the state below */
-	int error; /* sticky */
-
-	/* Committer state. */
-	uint32_t *chain;
-	uint32_t chain_len, chain_cap;
-	uint64_t wpos; /* next write position in the chain's last zone */
-	char *iobuf;   /* aligned, JRNL_READ_CHUNK bytes */
-	uint64_t snap_seq, snap_bytes, log_bytes;
-	bool need_roll;
-	uint32_t sz_cur;     /* index into sb.super_zone of the live one */
-	uint64_t sz_wpos;    /* next anchor position */
-	uint32_t sz_count;   /* anchors in the live super zone */
-	uint64_t anchor_seq; /* last anchor written */
-
-	_Atomic uint64_t meta_bytes, commits, rolls;
-
-	const struct jrnl_cb *cb;
-	void *cb_arg;
-};
-
-/* Snapshot being encoded into memory during a roll. */
-struct jrnl_snap {
-	struct jrnl *j;
-	char *buf;
-	size_t len, cap;
-	uint64_t first_seq, seq;
-	uint32_t gen;
-	bool sealed;
-};
-
-static bool jrnl_zero(const void *p, size_t n)
-{
-	const unsigned char *c = p;
-
-	while (n--)
-		if (*c++)
-			return false;
-	return true;
-}
 
 /* Encode one record at @dst (room checked by the caller); returns bytes. */
 static size_t jrnl_encode(char *dst, uint16_t type, const void *payload,
@@ -187,8 +120,7 @@ static int jrnl_write_padded(struct jrnl *j, const void *src, size_t len,
  * a superblock padded only to its block would leave the write pointer
  * short of the first anchor.
  */
-static int jrnl_write_sb(struct jrnl *j, const struct zf_super *sb,
-			 uint64_t off)
+int jrnl_write_sb(struct jrnl *j, const struct zf_super *sb, uint64_t off)
 {
 	char unit[ZF_SB_UNIT] = { 0 };
 
@@ -196,7 +128,7 @@ static int jrnl_write_sb(struct jrnl *j, const struct zf_super *sb,
 	return jrnl_write_padded(j, unit, sizeof(unit), off);
 }
 
-static int jrnl_chain_push(struct jrnl *j, uint32_t zone)
+int jrnl_chain_push(struct jrnl *j, uint32_t zone)
 {
 	if (j->chain_len == j->chain_cap) {
 		uint32_t ncap = j->chain_cap ? j->chain_cap * 2 : 8;
@@ -212,9 +144,8 @@ static int jrnl_chain_push(struct jrnl *j, uint32_t zone)
 	return 0;
 }
 
-/* Write the header of chain zone @zone (index @index) and start it. */
-static int jrnl_start_zone(struct jrnl *j, uint32_t zone, uint32_t index,
-			   uint32_t prev, uint64_t first_seq)
+int jrnl_start_zone(struct jrnl *j, uint32_t zone, uint32_t index,
+		    uint32_t prev, uint64_t first_seq)
 {
 	struct zm_zone *z = &j->m->zones[zone];
 	struct zf_mzone h;
@@ -239,7 +170,7 @@ static int jrnl_start_zone(struct jrnl *j, uint32_t zone, uint32_t index,
 	return 0;
 }
 
-static int jrnl_alloc_zone(struct jrnl *j, uint32_t *zone)
+int jrnl_alloc_zone(struct jrnl *j, uint32_t *zone)
 {
 	uint32_t i;
 
@@ -278,7 +209,7 @@ static void jrnl_finish_zone(struct jrnl *j, uint32_t zone)
  * (linked by a NEXT record in the space each zone keeps for it) whenever
  * the next record does not fit.
  */
-static int jrnl_write_records(struct jrnl *j, const char *buf, size_t len)
+int jrnl_write_records(struct jrnl *j, const char *buf, size_t len)
 {
 	uint64_t last_seq = 0;
 
@@ -343,14 +274,13 @@ static int jrnl_write_records(struct jrnl *j, const char *buf, size_t len)
 	return 0;
 }
 
-static void jrnl_sb_seal(struct zf_super *sb)
+void jrnl_sb_seal(struct zf_super *sb)
 {
 	sb->crc = 0;
 	sb->crc = htole32(crc32c(0, sb, sizeof(*sb)));
 }
 
-/* Write an anchor naming the current chain; durable when this returns. */
-static int jrnl_write_anchor(struct jrnl *j)
+int jrnl_write_anchor(struct jrnl *j)
 {
 	struct zf_anchor a;
 	uint32_t szone = le32toh(j->sb.super_zone[j->sz_cur]);
@@ -411,8 +341,7 @@ static int jrnl_write_anchor(struct jrnl *j)
  * snapshot: records appended before it are covered by it and dropped from
  * the pending list, and the journal moves to the new generation.
  */
-static int jrnl_snap_emit(void *arg, uint16_t type, const void *p,
-			  uint32_t len)
+int jrnl_snap_emit(void *arg, uint16_t type, const void *p, uint32_t len)
 {
 	struct jrnl_snap *s = arg;
 	struct jrnl *j = s->j;
@@ -774,7 +703,7 @@ uint32_t jrnl_chain(struct jrnl *j, uint32_t *zones, uint32_t max)
 	return n;
 }
 
-static void jrnl_free(struct jrnl *j)
+void jrnl_free(struct jrnl *j)
 {
 	if (!j)
 		return;
@@ -801,7 +730,7 @@ int jrnl_close(struct jrnl *j, bool clean)
 	return ret;
 }
 
-static struct jrnl *jrnl_alloc(struct zdev *dev, struct zmeta *m, bool rdonly)
+struct jrnl *jrnl_alloc(struct zdev *dev, struct zmeta *m, bool rdonly)
 {
 	struct jrnl *j = calloc(1, sizeof(*j));
 
@@ -819,750 +748,4 @@ static struct jrnl *jrnl_alloc(struct zdev *dev, struct zmeta *m, bool rdonly)
 		return NULL;
 	}
 	return j;
-}
-
-/* ---- zone geometry ---------------------------------------------------------- */
-
-int jrnl_zones_init(struct zdev *dev, struct zmeta *m, char *err,
-			   size_t errlen)
-{
-	const struct zdev_geom *g = zdev_geom(dev);
-	struct zdev_zone *rep;
-	uint32_t i;
-	int ret;
-
-	ret = zm_init(m, g->nr_zones, g->zone_size, g->block_size);
-	if (ret)
-		return ret;
-	rep = calloc(g->nr_zones, sizeof(*rep));
-	if (!rep) {
-		zm_destroy(m);
-		return -ENOMEM;
-	}
-	ret = zdev_report(dev, 0, g->nr_zones, rep);
-	if (ret >= 0 && (uint32_t)ret != g->nr_zones)
-		ret = -EIO;
-	if (ret < 0) {
-		zutil_err(err, errlen, "%s: zone report failed: %s",
-			  zdev_path(dev), strerror(-ret));
-		free(rep);
-		zm_destroy(m);
-		return ret;
-	}
-	for (i = 0; i < g->nr_zones; i++) {
-		struct zm_zone *z = &m->zones[i];
-
-		z->start = rep[i].start;
-		z->len = rep[i].len;
-		z->cap = rep[i].capacity;
-		z->type = rep[i].type;
-		z->cond = rep[i].cond;
-		if (rep[i].resets != ZDEV_RESETS_UNKNOWN)
-			z->resets = rep[i].resets;
-		if (z->type == ZDEV_ZONE_CONV)
-			z->wp = z->start; /* the file system's, from replay */
-		else if (z->cond == ZDEV_COND_FULL)
-			z->wp = z->start + z->cap;
-		else
-			z->wp = rep[i].wp;
-		if (z->cond == ZDEV_COND_READONLY ||
-		    z->cond == ZDEV_COND_OFFLINE || z->cap < g->block_size ||
-		    z->start % g->block_size)
-			z->state = ZM_ZONE_BAD;
-	}
-	free(rep);
-	return 0;
-}
-
-/* ---- mkfs ------------------------------------------------------------------- */
-
-int jrnl_mkfs(struct zdev *dev, const struct jrnl_mkfs_params *p,
-	      struct zmeta *m, struct zf_super *sbp, char *err, size_t errlen)
-{
-	const struct zdev_geom *g = zdev_geom(dev);
-	struct jrnl *j;
-	struct zf_super *sb;
-	uint32_t i, found = 0;
-	int ret;
-
-	j = jrnl_alloc(dev, m, false);
-	if (!j)
-		return -ENOMEM;
-	sb = &j->sb;
-	memset(sb, 0, sizeof(*sb));
-	memcpy(sb->magic, ZF_SB_MAGIC, sizeof(sb->magic));
-	sb->version = htole32(ZF_FORMAT_VERSION);
-	sb->sb_size = htole32(sizeof(*sb));
-	if (getrandom(sb->uuid, sizeof(sb->uuid), 0) != sizeof(sb->uuid)) {
-		ret = -EIO;
-		zutil_err(err, errlen, "cannot get random bytes for the UUID");
-		goto out_free;
-	}
-	sb->uuid[6] = (uint8_t)((sb->uuid[6] & 0x0f) | 0x40); /* version 4 */
-	sb->uuid[8] = (uint8_t)((sb->uuid[8] & 0x3f) | 0x80);
-	if (p->label)
-		strncpy(sb->label, p->label, sizeof(sb->label) - 1);
-	sb->dev_size = htole64(g->size);
-	sb->zone_size = htole64(g->zone_size);
-	sb->nr_zones = htole32(g->nr_zones);
-	sb->nr_conv = htole32(g->nr_conv);
-	sb->block_size = htole32(g->block_size);
-	sb->reserve_zones = htole32(p->reserve_zones);
-	sb->mkfs_time = (int64_t)htole64((uint64_t)p->time);
-	for (i = 0; i < g->nr_zones && i < JRNL_SB_SCAN_ZONES && found < 2; i++) {
-		struct zm_zone *z = &m->zones[i];
-
-		if (z->state == ZM_ZONE_BAD || z->cap < JRNL_MIN_ZONE_CAP)
-			continue;
-		sb->super_zone[found++] = htole32(i);
-		z->state = ZM_ZONE_SUPER;
-	}
-	if (found < 2) {
-		ret = -ENOSPC;
-		zutil_err(err, errlen,
-			  "%s: no two usable zones of at least 1 MiB among the first %u for the superblock",
-			  zdev_path(dev), JRNL_SB_SCAN_ZONES);
-		goto out_free;
-	}
-	sb->anchors_per_zone = htole32(ZF_MIN(JRNL_MAX_ANCHORS,
-		(uint32_t)((m->zones[le32toh(sb->super_zone[0])].cap - ZF_SB_UNIT) /
-			   g->block_size)));
-
-	/* Both superblocks; anchors start in the first super zone. */
-	for (i = 0; i < 2; i++) {
-		struct zf_super copy = *sb;
-		struct zm_zone *z = &m->zones[le32toh(sb->super_zone[i])];
-
-		jrnl_sb_seal(&copy);
-		ret = jrnl_write_sb(j, &copy, z->start);
-		if (ret)
-			goto out_io;
-		z->wp = z->start + ZF_SB_UNIT;
-		/*
-		 * The second copy is only read: finish its zone, so that it
-		 * does not hold an active zone slot until the switch (which
-		 * resets it first).
-		 */
-		if (i == 1 && z->type == ZDEV_ZONE_SEQ) {
-			ret = zdev_finish(dev, le32toh(sb->super_zone[1]));
-			if (ret)
-				goto out_io;
-			z->wp = z->start + z->cap;
-		}
-	}
-	j->sz_cur = 0;
-	j->sz_wpos = m->zones[le32toh(sb->super_zone[0])].start + ZF_SB_UNIT;
-	j->next_seq = 1;
-	/*
-	 * Chain generations start at a random value: a conventional zone
-	 * keeps old records when reused, and an old file system's records
-	 * must never match this one's generation.
-	 */
-	memcpy(&j->gen, sb->uuid + 4, sizeof(j->gen));
-
-	/* The first chain: a snapshot of the root, then the anchor. */
-	{
-		struct jrnl_snap s = { .j = j };
-		uint32_t head;
-
-		ret = zm_snap_encode(m, jrnl_snap_emit, &s);
-		/* A new file system is a cleanly unmounted one. */
-		if (!ret)
-			ret = jrnl_snap_emit(&s, ZF_REC_UNMOUNT, NULL, 0);
-		if (!ret)
-			ret = jrnl_alloc_zone(j, &head);
-		if (!ret)
-			ret = jrnl_start_zone(j, head, 0, ZF_NO_ZONE,
-					      s.first_seq);
-		if (!ret)
-			ret = jrnl_write_records(j, s.buf, s.len);
-		free(s.buf);
-		if (ret == -ENOSPC) {
-			zutil_err(err, errlen,
-				  "%s: no zone left for the metadata journal",
-				  zdev_path(dev));
-			goto out_free;
-		}
-		if (ret)
-			goto out_io;
-		j->snap_seq = s.first_seq;
-	}
-	ret = zdev_flush(dev);
-	if (!ret)
-		ret = jrnl_write_anchor(j);
-	if (ret)
-		goto out_io;
-	*sbp = *sb;
-	jrnl_free(j);
-	return 0;
-
-out_io:
-	zutil_err(err, errlen, "%s: writing the file system failed: %s",
-		  zdev_path(dev), strerror(-ret));
-out_free:
-	jrnl_free(j);
-	return ret;
-}
-
-/* ---- reading ---------------------------------------------------------------- */
-
-static int jrnl_check_super(const struct zf_super *sb, const struct zdev *dev,
-			    char *err, size_t errlen)
-{
-	const struct zdev_geom *g = zdev_geom(dev);
-	struct zf_super c = *sb;
-
-	c.crc = 0;
-	if (memcmp(sb->magic, ZF_SB_MAGIC, sizeof(sb->magic)))
-		return -EMEDIUMTYPE;
-	if (le32toh(sb->crc) != crc32c(0, &c, sizeof(c))) {
-		zutil_err(err, errlen, "%s: the superblock is damaged (CRC mismatch)",
-			  zdev_path(dev));
-		return -EUCLEAN;
-	}
-	if (le32toh(sb->version) != ZF_FORMAT_VERSION ||
-	    le32toh(sb->sb_size) != sizeof(*sb) ||
-	    (le64toh(sb->feat_incompat) & ~ZF_FEATURE_INCOMPAT_SUPP)) {
-		zutil_err(err, errlen,
-			  "%s: zonefuse format version %u (incompatible features 0x%llx) is not supported by this zonefuse (format %u); use a newer zonefuse",
-			  zdev_path(dev), le32toh(sb->version),
-			  (unsigned long long)le64toh(sb->feat_incompat),
-			  ZF_FORMAT_VERSION);
-		return -ENOTSUP;
-	}
-	if (le64toh(sb->zone_size) != g->zone_size ||
-	    le32toh(sb->nr_zones) != g->nr_zones ||
-	    le32toh(sb->block_size) != g->block_size ||
-	    le64toh(sb->dev_size) != g->size) {
-		zutil_err(err, errlen,
-			  "%s: the file system was made for another geometry (%u zones of %llu bytes, block %u); run mkfs again to use this device",
-			  zdev_path(dev), le32toh(sb->nr_zones),
-			  (unsigned long long)le64toh(sb->zone_size),
-			  le32toh(sb->block_size));
-		return -EINVAL;
-	}
-	if (le32toh(sb->super_zone[0]) >= g->nr_zones ||
-	    le32toh(sb->super_zone[1]) >= g->nr_zones ||
-	    sb->super_zone[0] == sb->super_zone[1] ||
-	    !le32toh(sb->anchors_per_zone)) {
-		zutil_err(err, errlen, "%s: the superblock is inconsistent",
-			  zdev_path(dev));
-		return -EUCLEAN;
-	}
-	return 0;
-}
-
-/* Read the first @len bytes of zone @zone into @buf (aligned). */
-static int jrnl_read_zone_head(struct zdev *dev, uint32_t zone, void *buf,
-			       size_t len)
-{
-	return zdev_read(dev, buf, len, zdev_zone_start(dev, zone));
-}
-
-int jrnl_read_super(struct zdev *dev, struct zf_super *sb, char *err,
-		    size_t errlen)
-{
-	const struct zdev_geom *g = zdev_geom(dev);
-	char *buf = zdev_buf_alloc(dev, ZF_SB_UNIT);
-	uint32_t i, n = ZF_MIN(g->nr_zones, JRNL_SB_SCAN_ZONES);
-	int ret = -EMEDIUMTYPE, r;
-
-	if (!buf)
-		return -ENOMEM;
-	if (g->zone_size < ZF_SB_UNIT)
-		n = 0;
-	for (i = 0; i < n; i++) {
-		struct zdev_zone z;
-
-		if (zdev_report(dev, i, 1, &z) != 1)
-			continue;
-		if (z.cond == ZDEV_COND_OFFLINE ||
-		    (z.type == ZDEV_ZONE_SEQ && z.cond != ZDEV_COND_FULL &&
-		     z.wp - z.start < ZF_SB_UNIT))
-			continue;
-		if (jrnl_read_zone_head(dev, i, buf, ZF_SB_UNIT))
-			continue;
-		memcpy(sb, buf, sizeof(*sb));
-		r = jrnl_check_super(sb, dev, err, errlen);
-		if (r == -EMEDIUMTYPE || r == -EUCLEAN) {
-			/* Maybe the other copy is good. */
-			if (r == -EUCLEAN)
-				ret = r;
-			continue;
-		}
-		ret = r;
-		break;
-	}
-	free(buf);
-	if (ret == -EMEDIUMTYPE)
-		zutil_err(err, errlen,
-			  "%s: no zonefuse file system found (make one with `zonefuse mkfs %s`)",
-			  zdev_path(dev), zdev_path(dev));
-	return ret;
-}
-
-/* Newest valid anchor in either super zone. */
-static int jrnl_find_anchor(struct jrnl *j, struct zf_anchor *best,
-			    char *err, size_t errlen)
-{
-	uint32_t per = le32toh(j->sb.anchors_per_zone), k, i;
-	size_t len = ZF_SB_UNIT + (size_t)per * j->bs;
-	char *buf = zdev_buf_alloc(j->dev, len);
-	bool found = false;
-	int ret;
-
-	if (!buf)
-		return -ENOMEM;
-	for (i = 0; i < 2; i++) {
-		uint32_t zone = le32toh(j->sb.super_zone[i]);
-		struct zm_zone *z = &j->m->zones[zone];
-		uint64_t used = z->type == ZDEV_ZONE_CONV ? len : z->wp - z->start;
-		struct zf_super sb;
-		uint32_t count = 0;
-		bool sb_ok;
-
-		z->state = ZM_ZONE_SUPER;
-		used = ZF_MIN(used, len);
-		if (used < ZF_SB_UNIT + j->bs)
-			continue;
-		ret = zdev_read(j->dev, buf, ZF_ROUND_UP(used, j->bs), z->start);
-		if (ret) {
-			zutil_err(err, errlen, "%s: reading super zone %u failed: %s",
-				  zdev_path(j->dev), zone, strerror(-ret));
-			free(buf);
-			return ret;
-		}
-		/*
-		 * A valid superblock of another file system: its anchors are
-		 * not ours. A damaged one (a bad sector) does not make the
-		 * anchors after it bad: each is checked on its own (CRC, our
-		 * uuid), and the other copy gave us the superblock. Skipping
-		 * them would lose the file system to one bad block.
-		 */
-		memcpy(&sb, buf, sizeof(sb));
-		sb_ok = !jrnl_check_super(&sb, j->dev, NULL, 0);
-		if (sb_ok && memcmp(sb.uuid, j->sb.uuid, sizeof(sb.uuid)))
-			continue;
-		for (k = 0; k < per && ZF_SB_UNIT + (k + 1) * (uint64_t)j->bs <= used;
-		     k++) {
-			struct zf_anchor a, c;
-
-			memcpy(&a, buf + ZF_SB_UNIT + (size_t)k * j->bs,
-			       sizeof(a));
-			c = a;
-			c.crc = 0;
-			if (le32toh(a.magic) != ZF_ANCHOR_MAGIC ||
-			    le32toh(a.crc) != crc32c(0, &c, sizeof(c)) ||
-			    memcmp(a.uuid, j->sb.uuid, sizeof(a.uuid)) ||
-			    le32toh(a.chain_zone) >= j->m->nr_zones)
-				break;
-			count++;
-			if (!found || le64toh(a.seq) > le64toh(best->seq)) {
-				*best = a;
-				found = true;
-				j->sz_cur = i;
-				j->sz_count = count;
-				j->sz_wpos = z->start + ZF_SB_UNIT +
-					     (uint64_t)(k + 1) * j->bs;
-				if (sb_ok &&
-				    le64toh(sb.sb_gen) > le64toh(j->sb.sb_gen))
-					j->sb.sb_gen = sb.sb_gen;
-			}
-		}
-	}
-	free(buf);
-	if (!found) {
-		zutil_err(err, errlen,
-			  "%s: the superblock is there but no valid anchor names the metadata (damaged super zones); fsck cannot repair this",
-			  zdev_path(j->dev));
-		return -EUCLEAN;
-	}
-	return 0;
-}
-
-/* Sequential reader over the used part of one chain zone. */
-struct jrnl_reader {
-	struct jrnl *j;
-	uint32_t zone;
-	uint64_t pos, end; /* absolute */
-	char *buf;	   /* aligned, JRNL_READ_CHUNK * 2 */
-	uint64_t boff;	   /* device offset of buf[0] */
-	size_t blen;
-};
-
-/* Make [off, off + n) available; -ENODATA past the end of the data. */
-static int jrnl_rd(struct jrnl_reader *r, uint64_t off, size_t n,
-		   const char **p)
-{
-	uint64_t start;
-	size_t len;
-	int ret;
-
-	if (off + n > r->end)
-		return -ENODATA;
-	if (off >= r->boff && off + n <= r->boff + r->blen) {
-		*p = r->buf + (off - r->boff);
-		return 0;
-	}
-	start = ZF_ROUND_DOWN(off, r->j->bs);
-	len = (size_t)ZF_MIN((uint64_t)JRNL_READ_CHUNK * 2,
-			     ZF_ROUND_UP(r->end, r->j->bs) - start);
-	ret = zdev_read(r->j->dev, r->buf, len, start);
-	if (ret)
-		return ret;
-	r->boff = start;
-	r->blen = len;
-	*p = r->buf + (off - start);
-	return 0;
-}
-
-/*
- * Open chain zone @zone for reading; checks its header.
- *
- * The zone may be a data zone left without live data by the records
- * replayed so far. When the journal needs a zone and none is free, the
- * allocator resets a dead one on the spot (alloc_reset_now()), and the
- * journal, being the committer, cannot log that ZONE_RESET. That is sound:
- * the reset waited for the record that freed the zone to be durable, so
- * that record comes before this NEXT in the log, and nothing can map the
- * zone after it. Once the header proves the zone is this chain's, the
- * reset is taken as done, its count one more (the next snapshot writes
- * the device's count). A zone with live data is never a chain zone.
- */
-static int jrnl_rd_zone(struct jrnl_reader *r, uint32_t zone, uint32_t index,
-			uint32_t prev, uint64_t first_seq, uint32_t gen,
-			char *why, size_t wl)
-{
-	struct jrnl *j = r->j;
-	struct zm_zone *z;
-	struct zf_mzone h, c;
-	const char *p;
-	int ret;
-
-	if (zone >= j->m->nr_zones) {
-		snprintf(why, wl, "chain names zone %u, past the device", zone);
-		return -EUCLEAN;
-	}
-	z = &j->m->zones[zone];
-	if ((z->state != ZM_ZONE_FREE && z->state != ZM_ZONE_DATA) ||
-	    z->valid) {
-		snprintf(why, wl, "chain zone %u is also a %s zone", zone,
-			 z->state == ZM_ZONE_SUPER ? "super" :
-			 z->state == ZM_ZONE_BAD   ? "bad" :
-			 z->state == ZM_ZONE_META  ? "chain" :
-						     "data");
-		return -EUCLEAN;
-	}
-	r->zone = zone;
-	r->end = z->type == ZDEV_ZONE_CONV ? z->start + z->cap : z->wp;
-	r->blen = 0;
-	r->boff = 0;
-	ret = jrnl_rd(r, z->start, sizeof(h), &p);
-	if (ret == -ENODATA) {
-		snprintf(why, wl, "chain zone %u is empty", zone);
-		return -ENOENT;
-	}
-	if (ret)
-		return ret;
-	memcpy(&h, p, sizeof(h));
-	c = h;
-	c.crc = 0;
-	if (le32toh(h.magic) != ZF_MZONE_MAGIC ||
-	    le32toh(h.crc) != crc32c(0, &c, sizeof(c)) ||
-	    memcmp(h.uuid, j->sb.uuid, sizeof(h.uuid)) ||
-	    le32toh(h.chain_gen) != gen || le32toh(h.index) != index ||
-	    le32toh(h.prev_zone) != prev || le64toh(h.first_seq) != first_seq) {
-		snprintf(why, wl, "chain zone %u has no valid header for index %u",
-			 zone, index);
-		return -ENOENT;
-	}
-	if (z->state == ZM_ZONE_DATA) {
-		/* The reset no record tells of (see the comment above). */
-		z->state = ZM_ZONE_FREE;
-		z->resets++;
-	}
-	r->pos = z->start + j->bs;
-	return 0;
-}
-
-/*
- * Replay stopped at a record that does not hold. A torn tail (the commit
- * being written when the power went) has nothing valid after it; damage
- * in the middle of the log (a bad block) has: records of this chain with
- * later sequence numbers. Look for them in the rest of the zone, so that
- * the difference is reported (fsck counts it as an error) rather than
- * silently dropping acknowledged commits.
- */
-static void jrnl_scan_beyond(struct jrnl_reader *r, uint32_t gen,
-			     uint64_t expect, struct jrnl_replay_info *info)
-{
-	uint64_t pos;
-
-	for (pos = ZF_ROUND_UP(r->pos + 1, ZF_REC_ALIGN);
-	     pos + sizeof(struct zf_rec_hdr) <= r->end; pos += ZF_REC_ALIGN) {
-		struct zf_rec_hdr h, hc;
-		const char *p;
-		uint32_t len, crc;
-
-		if (jrnl_rd(r, pos, sizeof(h), &p))
-			return;
-		memcpy(&h, p, sizeof(h));
-		len = le32toh(h.len);
-		if (le32toh(h.chain_gen) != gen || len > ZF_REC_MAX ||
-		    le64toh(h.seq) < expect || !le16toh(h.type) ||
-		    jrnl_rd(r, pos, sizeof(h) + len, &p))
-			continue;
-		hc = h;
-		hc.crc = 0;
-		crc = crc32c(0, &hc, sizeof(hc));
-		crc = crc32c(crc, p + sizeof(h), len);
-		if (crc != le32toh(h.crc))
-			continue;
-		info->damaged = true;
-		info->damaged_seq = ZF_MAX(info->damaged_seq, le64toh(h.seq));
-		pos += sizeof(h) + ZF_ROUND_UP(len, ZF_REC_ALIGN) - ZF_REC_ALIGN;
-	}
-}
-
-/*
- * Replay the chain named by @a into j->m. Stops at the first record that
- * does not hold; fails only when the snapshot is incomplete or a record
- * that holds does not apply.
- */
-static int jrnl_replay(struct jrnl *j, const struct zf_anchor *a, bool salvage,
-		       struct jrnl_replay_info *info, char *err, size_t errlen)
-{
-	struct jrnl_reader r = { .j = j };
-	uint64_t expect = le64toh(a->snap_seq);
-	uint32_t gen = le32toh(a->chain_gen);
-	bool in_snap = true, last_unmount = false;
-	char why[sizeof(info->stop)] = "";
-	uint64_t good_end; /* just after the last record accepted */
-	int ret;
-
-	r.buf = zdev_buf_alloc(j->dev, (size_t)JRNL_READ_CHUNK * 2);
-	if (!r.buf)
-		return -ENOMEM;
-	ret = jrnl_rd_zone(&r, le32toh(a->chain_zone), 0, ZF_NO_ZONE, expect,
-			   gen, why, sizeof(why));
-	if (ret)
-		goto out_snap;
-	good_end = r.pos;
-	ret = jrnl_chain_push(j, r.zone);
-	if (ret)
-		goto out_free;
-
-	for (;;) {
-		struct zf_rec_hdr h, hc;
-		const char *p;
-		uint32_t len, crc;
-		uint16_t type;
-		uint64_t blk_end = ZF_ROUND_UP(r.pos + 1, j->bs);
-
-		ret = jrnl_rd(&r, r.pos, 8, &p);
-		if (ret == -ENODATA) {
-			snprintf(why, sizeof(why), "end of data in zone %u",
-				 r.zone);
-			break;
-		}
-		if (ret)
-			goto out_io;
-		if (jrnl_zero(p, 8)) {
-			/* Padding to the end of the I/O unit. */
-			r.pos = blk_end;
-			continue;
-		}
-		ret = jrnl_rd(&r, r.pos, sizeof(h), &p);
-		if (ret == -ENODATA) {
-			snprintf(why, sizeof(why), "torn record header at 0x%" PRIx64, r.pos);
-			break;
-		}
-		if (ret)
-			goto out_io;
-		memcpy(&h, p, sizeof(h));
-		len = le32toh(h.len);
-		type = le16toh(h.type);
-		if (len > ZF_REC_MAX || le32toh(h.chain_gen) != gen ||
-		    (type == ZF_REC_NEXT ? le64toh(h.seq) != expect - 1 :
-					   le64toh(h.seq) != expect)) {
-			snprintf(why, sizeof(why),
-				 "record at 0x%" PRIx64 " is not the next one (seq %" PRIu64 ", expected %" PRIu64 ")",
-				 r.pos, le64toh(h.seq), expect);
-			break;
-		}
-		ret = jrnl_rd(&r, r.pos, sizeof(h) + len, &p);
-		if (ret == -ENODATA) {
-			snprintf(why, sizeof(why), "torn record at 0x%" PRIx64, r.pos);
-			break;
-		}
-		if (ret)
-			goto out_io;
-		hc = h;
-		hc.crc = 0;
-		crc = crc32c(0, &hc, sizeof(hc));
-		crc = crc32c(crc, p + sizeof(h), len);
-		if (crc != le32toh(h.crc)) {
-			snprintf(why, sizeof(why),
-				 "record seq %" PRIu64 " at 0x%" PRIx64 " fails its CRC",
-				 expect, r.pos);
-			break;
-		}
-		p += sizeof(h);
-		r.pos += sizeof(h) + ZF_ROUND_UP(len, ZF_REC_ALIGN);
-		good_end = r.pos;
-		last_unmount = false;
-
-		if (type == ZF_REC_NEXT) {
-			struct zf_rec_next nx;
-			uint32_t prev = r.zone;
-
-			if (len != sizeof(nx)) {
-				snprintf(why, sizeof(why), "bad NEXT record");
-				break;
-			}
-			memcpy(&nx, p, sizeof(nx));
-			ret = jrnl_rd_zone(&r, le32toh(nx.zone), j->chain_len,
-					   prev, expect, gen, why, sizeof(why));
-			if (ret == -ENOENT) {
-				/* Crashed before the new zone was started. */
-				r.end = r.pos = 0;
-				r.zone = prev;
-				ret = 0;
-				break;
-			}
-			if (ret)
-				goto out_bad;
-			ret = jrnl_chain_push(j, r.zone);
-			if (ret)
-				goto out_free;
-			good_end = r.pos;
-			continue;
-		}
-		if (in_snap) {
-			ret = zm_snap_load(j->m, type, p, len, why, sizeof(why));
-			if (ret)
-				goto out_bad;
-			info->snap_bytes += sizeof(h) + ZF_ROUND_UP(len, ZF_REC_ALIGN);
-			if (type == ZF_REC_SNAP_END)
-				in_snap = false;
-		} else if (type == ZF_REC_UNMOUNT) {
-			last_unmount = true;
-		} else {
-			ret = zm_apply(j->m, type, p, len, expect, why,
-				       sizeof(why));
-			if (ret == -EUCLEAN && salvage) {
-				char w2[sizeof(why)];
-
-				snprintf(w2, sizeof(w2),
-					 "record seq %" PRIu64 " does not apply (%.120s): dropped with all after it",
-					 expect, why);
-				memcpy(why, w2, sizeof(why));
-				info->salvaged = true;
-				last_unmount = false;
-				break;
-			}
-			if (ret)
-				goto out_bad;
-			info->log_records++;
-			info->log_bytes += sizeof(h) + ZF_ROUND_UP(len, ZF_REC_ALIGN);
-		}
-		expect++;
-	}
-	if (in_snap) {
-		ret = -EUCLEAN;
-		goto out_snap;
-	}
-	snprintf(info->stop, sizeof(info->stop), "%s", why);
-	info->last_seq = expect - 1;
-	if (r.pos && r.pos < r.end)
-		jrnl_scan_beyond(&r, gen, expect, info);
-	/*
-	 * Clean: the last record was UNMOUNT and nothing follows it but
-	 * padding, so appending right after it keeps the log readable. On a
-	 * conventional zone the zeros after it read as padding up to the
-	 * zone's end: the tail is where the last record ended, not where
-	 * the reading stopped.
-	 */
-	{
-		struct zm_zone *z = &j->m->zones[r.zone];
-		uint64_t tail = ZF_ROUND_UP(good_end, j->bs);
-
-		info->clean = last_unmount && r.pos &&
-			      tail + j->bs <= z->start + z->cap &&
-			      (z->type == ZDEV_ZONE_CONV || tail == z->wp);
-		j->wpos = info->clean ? tail : 0;
-		if (info->clean)
-			z->wp = tail;
-	}
-	j->next_seq = expect;
-	j->durable_seq = expect - 1;
-	j->snap_seq = le64toh(a->snap_seq);
-	j->snap_bytes = info->snap_bytes;
-	j->log_bytes = info->log_bytes;
-	j->need_roll = !info->clean;
-	ret = 0;
-	goto out_free;
-
-out_snap:
-	zutil_err(err, errlen,
-		  "%s: the metadata snapshot in zone %u is incomplete (%s); the file system cannot be mounted",
-		  zdev_path(j->dev), le32toh(a->chain_zone), why);
-	ret = -EUCLEAN;
-	goto out_free;
-out_bad:
-	zutil_err(err, errlen,
-		  "%s: journal record seq %" PRIu64 " in zone %u does not apply: %s",
-		  zdev_path(j->dev), expect, r.zone, why);
-	if (ret != -ENOMEM)
-		ret = -EUCLEAN;
-	goto out_free;
-out_io:
-	zutil_err(err, errlen, "%s: reading the journal in zone %u failed: %s",
-		  zdev_path(j->dev), r.zone, strerror(-ret));
-out_free:
-	free(r.buf);
-	return ret;
-}
-
-int jrnl_open(struct zdev *dev, unsigned int flags, struct zmeta *m,
-	      struct jrnl **jp, struct zf_super *sb,
-	      struct jrnl_replay_info *info, char *err, size_t errlen)
-{
-	bool rdonly = flags & JRNL_RDONLY;
-	struct zf_anchor a = { 0 }; /* gcc -O2 cannot see find_anchor set it */
-	struct jrnl *j;
-	int ret;
-
-	memset(info, 0, sizeof(*info));
-	ret = jrnl_zones_init(dev, m, err, errlen);
-	if (ret)
-		return ret;
-	j = jrnl_alloc(dev, m, rdonly);
-	if (!j) {
-		zm_destroy(m);
-		return -ENOMEM;
-	}
-	ret = jrnl_read_super(dev, &j->sb, err, errlen);
-	if (ret)
-		goto out_free;
-	ret = jrnl_find_anchor(j, &a, err, errlen);
-	if (ret)
-		goto out_free;
-	j->gen = le32toh(a.chain_gen);
-	j->anchor_seq = le64toh(a.seq);
-	ret = jrnl_replay(j, &a, flags & JRNL_SALVAGE, info, err, errlen);
-	if (ret)
-		goto out_free;
-	info->snap_seq = j->snap_seq;
-	info->chain_zones = j->chain_len;
-	info->chain_gen = j->gen;
-	info->anchor_seq = j->anchor_seq;
-	*sb = j->sb;
-	*jp = j;
-	return 0;
-
-out_free:
-	jrnl_free(j);
-	zm_destroy(m);
-	return ret;
 }

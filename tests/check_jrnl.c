@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Tests of the metadata journal (jrnl.c) through the file-system library,
+ * Tests of the metadata journal (jrnl*.c) through the file-system library,
  * on emulator images, without FUSE: what is committed comes back after an
  * unmount or a crash, and nothing else does; a torn or corrupt log ends
  * replay at the last good record; snapshots span zones; the chain and the

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Inside the metadata journal: the state jrnl.c (writing, snapshots,
+ * committing), jrnl_mkfs.c (a new file system) and jrnl_replay.c (reading
+ * one back) share. Only src/jrnl*.c include this.
+ */
+#ifndef ZONEFUSE_JRNL_I_H
+#define ZONEFUSE_JRNL_I_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zonefuse/format.h"
+#include "zonefuse/jrnl.h"
+#include "zonefuse/meta.h"
+#include "zonefuse/zdev.h"
+
+/* The super zones are among the first this many zones. */
+#define JRNL_SB_SCAN_ZONES 16u
+/* Bytes of j->iobuf, and half a chain reader's buffer. */
+#define JRNL_READ_CHUNK (1u << 20)
+
+struct jrnl {
+	struct zdev *dev;
+	struct zmeta *m; /* zone geometry, chain zone states */
+	struct zf_super sb;
+	uint32_t bs;
+	bool rdonly;
+
+	pthread_mutex_t lock; /* protects pend*, next_seq, durable_seq, gen,
+				 busy, error */
+	pthread_cond_t cv;    /* busy cleared or durable_seq moved */
+	char *pend;	      /* encoded records not yet written */
+	size_t pend_len, pend_cap;
+	uint64_t next_seq;
+	uint64_t durable_seq;
+	uint32_t gen;
+	bool busy; /* a committer runs: it alone touches the state below */
+	int error; /* sticky */
+
+	/* Committer state. */
+	uint32_t *chain;
+	uint32_t chain_len, chain_cap;
+	uint64_t wpos; /* next write position in the chain's last zone */
+	char *iobuf;   /* aligned, JRNL_READ_CHUNK bytes */
+	uint64_t snap_seq, snap_bytes, log_bytes;
+	bool need_roll;
+	uint32_t sz_cur;     /* index into sb.super_zone of the live one */
+	uint64_t sz_wpos;    /* next anchor position */
+	uint32_t sz_count;   /* anchors in the live super zone */
+	uint64_t anchor_seq; /* last anchor written */
+
+	_Atomic uint64_t meta_bytes, commits, rolls;
+
+	const struct jrnl_cb *cb;
+	void *cb_arg;
+};
+
+/* Snapshot being encoded into memory during a roll. */
+struct jrnl_snap {
+	struct jrnl *j;
+	char *buf;
+	size_t len, cap;
+	uint64_t first_seq, seq;
+	uint32_t gen;
+	bool sealed;
+};
+/*
+ * The helpers below that take a struct jrnl touch the committer state:
+ * only the committer calls them (j->busy set), or the one thread that
+ * owns a journal not yet shared (jrnl_mkfs(), jrnl_open()).
+ */
+
+/*
+ * A journal over @dev and @m that has read and written nothing yet, its
+ * lock and I/O buffer set up. NULL when out of memory.
+ */
+struct jrnl *jrnl_alloc(struct zdev *dev, struct zmeta *m, bool rdonly);
+
+/* Free @j (NULL is fine) without writing anything. */
+void jrnl_free(struct jrnl *j);
+
+/*
+ * Add @zone at the end of the chain in memory and mark it ZM_ZONE_META.
+ * 0 or -ENOMEM.
+ */
+int jrnl_chain_push(struct jrnl *j, uint32_t zone);
+
+/*
+ * A zone for the chain: from cb->zone_alloc, or without it (mkfs) the
+ * first empty free zone of at least JRNL_MIN_ZONE_CAP. 0 and *@zone,
+ * -ENOSPC, or the callback's errno.
+ */
+int jrnl_alloc_zone(struct jrnl *j, uint32_t *zone);
+
+/*
+ * Write the header of chain zone @zone (index @index in the chain, after
+ * @prev, its first record @first_seq) and start it: it becomes the
+ * chain's last zone and the next write goes after its header. 0, -ENOMEM
+ * or an I/O errno.
+ */
+int jrnl_start_zone(struct jrnl *j, uint32_t zone, uint32_t index,
+		    uint32_t prev, uint64_t first_seq);
+
+/*
+ * Append @len bytes of whole encoded records, in seq order, to the chain,
+ * starting new zones as it fills them. Not durable until a flush. 0,
+ * -ENOSPC (no zone for the chain), -EIO (the last zone has no room left
+ * for its NEXT record) or an I/O errno. It can fail halfway, with part of
+ * @buf written: the caller makes the failure sticky.
+ */
+int jrnl_write_records(struct jrnl *j, const char *buf, size_t len);
+
+/* Set @sb's CRC, computed with the CRC field zeroed. */
+void jrnl_sb_seal(struct zf_super *sb);
+
+/*
+ * Write @sb (sealed) at @off, the start of a super zone, padded to
+ * ZF_SB_UNIT. 0 or an I/O errno.
+ */
+int jrnl_write_sb(struct jrnl *j, const struct zf_super *sb, uint64_t off);
+
+/*
+ * Write an anchor naming the current chain (its first zone, j->gen and
+ * j->snap_seq) in the live super zone, switching to the other one (reset,
+ * with a new superblock) when it is full; durable when this returns. 0 or
+ * an I/O errno.
+ */
+int jrnl_write_anchor(struct jrnl *j);
+
+/*
+ * The zm_emit_fn that encodes a snapshot into @arg, a struct jrnl_snap
+ * with its journal set and the rest zeroed: the records get the next
+ * chain generation and the next sequence numbers. Takes j->lock. 0,
+ * -EINVAL (a payload over ZF_REC_MAX) or -ENOMEM.
+ */
+int jrnl_snap_emit(void *arg, uint16_t type, const void *p, uint32_t len);
+
+#endif /* ZONEFUSE_JRNL_I_H */

@@ -348,6 +348,221 @@ static void jrnl_scan_beyond(struct jrnl_reader *r, uint32_t gen,
 }
 
 /*
+ * Where replay is in the chain; jrnl_replay() and its helpers share it.
+ * why: why replay stopped (it becomes info->stop) or what did not
+ * apply.
+ */
+struct jrnl_replayer {
+	struct jrnl *j;
+	struct jrnl_reader r;
+	struct jrnl_replay_info *info;
+	bool salvage;	   /* JRNL_SALVAGE */
+	uint32_t gen;	   /* the chain's generation, from the anchor */
+	uint64_t expect;   /* the seq the next record must have */
+	uint64_t good_end; /* just after the last record accepted */
+	bool in_snap;	   /* still in the snapshot that heads the chain */
+	bool last_unmount; /* the last record accepted was UNMOUNT */
+	char why[sizeof(((struct jrnl_replay_info *)0)->stop)];
+};
+
+/*
+ * Read the record at the reader's position, past any padding, and check
+ * it: the next seq of this chain's generation, whole, its CRC right. Any
+ * of these failing is how a torn tail looks, so it ends the log rather
+ * than the replay. Returns 1 with *@h and *@payload (valid until the next
+ * read) and the reader past the record, 0 when the log ends here (s->why
+ * says why), or an I/O errno.
+ */
+static int jrnl_rd_rec(struct jrnl_replayer *s, struct zf_rec_hdr *h,
+		       const char **payload)
+{
+	struct jrnl_reader *r = &s->r;
+	struct zf_rec_hdr hc;
+	const char *p;
+	uint32_t len, crc;
+	uint16_t type;
+	int ret;
+
+	for (;;) {
+		ret = jrnl_rd(r, r->pos, 8, &p);
+		if (ret == -ENODATA) {
+			snprintf(s->why, sizeof(s->why),
+				 "end of data in zone %u", r->zone);
+			return 0;
+		}
+		if (ret)
+			return ret;
+		if (!jrnl_zero(p, 8))
+			break;
+		/* Padding to the end of the I/O unit. */
+		r->pos = ZF_ROUND_UP(r->pos + 1, s->j->bs);
+	}
+	ret = jrnl_rd(r, r->pos, sizeof(*h), &p);
+	if (ret == -ENODATA) {
+		snprintf(s->why, sizeof(s->why),
+			 "torn record header at 0x%" PRIx64, r->pos);
+		return 0;
+	}
+	if (ret)
+		return ret;
+	memcpy(h, p, sizeof(*h));
+	len = le32toh(h->len);
+	type = le16toh(h->type);
+	if (len > ZF_REC_MAX || le32toh(h->chain_gen) != s->gen ||
+	    (type == ZF_REC_NEXT ? le64toh(h->seq) != s->expect - 1 :
+				   le64toh(h->seq) != s->expect)) {
+		snprintf(s->why, sizeof(s->why),
+			 "record at 0x%" PRIx64 " is not the next one (seq %" PRIu64 ", expected %" PRIu64 ")",
+			 r->pos, le64toh(h->seq), s->expect);
+		return 0;
+	}
+	ret = jrnl_rd(r, r->pos, sizeof(*h) + len, &p);
+	if (ret == -ENODATA) {
+		snprintf(s->why, sizeof(s->why), "torn record at 0x%" PRIx64,
+			 r->pos);
+		return 0;
+	}
+	if (ret)
+		return ret;
+	hc = *h;
+	hc.crc = 0;
+	crc = crc32c(0, &hc, sizeof(hc));
+	crc = crc32c(crc, p + sizeof(*h), len);
+	if (crc != le32toh(h->crc)) {
+		snprintf(s->why, sizeof(s->why),
+			 "record seq %" PRIu64 " at 0x%" PRIx64 " fails its CRC",
+			 s->expect, r->pos);
+		return 0;
+	}
+	*payload = p + sizeof(*h);
+	r->pos += sizeof(*h) + ZF_ROUND_UP(len, ZF_REC_ALIGN);
+	return 1;
+}
+
+/*
+ * Follow a NEXT record (@p, @len) into the zone it names. The writer
+ * links a zone before it starts it (jrnl_write_records()), so a crash in
+ * between leaves a NEXT whose zone has no header of ours: the log ends at
+ * that NEXT, in the zone that holds it. Returns 1 with the reader at the
+ * start of the new zone (the caller adds it to the chain), 0 when the log
+ * ends here (s->why says why), or -EUCLEAN (the chain names a zone it
+ * cannot have) or an I/O errno.
+ */
+static int jrnl_rd_next(struct jrnl_replayer *s, const char *p, uint32_t len)
+{
+	struct jrnl_reader *r = &s->r;
+	struct zf_rec_next nx;
+	uint32_t prev = r->zone;
+	int ret;
+
+	if (len != sizeof(nx)) {
+		snprintf(s->why, sizeof(s->why), "bad NEXT record");
+		return 0;
+	}
+	memcpy(&nx, p, sizeof(nx));
+	ret = jrnl_rd_zone(r, le32toh(nx.zone), s->j->chain_len, prev,
+			   s->expect, s->gen, s->why, sizeof(s->why));
+	if (ret == -ENOENT) {
+		/* Crashed before the new zone was started. */
+		r->end = r->pos = 0;
+		r->zone = prev;
+		return 0;
+	}
+	if (ret)
+		return ret;
+	return 1;
+}
+
+/*
+ * Apply one record that holds, other than NEXT: the snapshot's records
+ * load the metadata, an UNMOUNT only marks where a clean unmount was, and
+ * the log's records go through zm_apply(), the live file system's own
+ * path. A record that holds but does not apply is a bug or damage the
+ * CRC missed: it fails the open, unless JRNL_SALVAGE (fsck --repair)
+ * drops it and all after it. Returns 1 when applied, 0 when salvage ends
+ * the log here, or -EUCLEAN (s->why says why) or -ENOMEM.
+ */
+static int jrnl_apply_rec(struct jrnl_replayer *s, uint16_t type, const char *p,
+			  uint32_t len)
+{
+	struct jrnl_replay_info *info = s->info;
+	uint64_t size =
+		sizeof(struct zf_rec_hdr) + ZF_ROUND_UP(len, ZF_REC_ALIGN);
+	int ret;
+
+	if (s->in_snap) {
+		ret = zm_snap_load(s->j->m, type, p, len, s->why,
+				   sizeof(s->why));
+		if (ret)
+			return ret;
+		info->snap_bytes += size;
+		if (type == ZF_REC_SNAP_END)
+			s->in_snap = false;
+		return 1;
+	}
+	if (type == ZF_REC_UNMOUNT) {
+		s->last_unmount = true;
+		return 1;
+	}
+	ret = zm_apply(s->j->m, type, p, len, s->expect, s->why,
+		       sizeof(s->why));
+	if (ret == -EUCLEAN && s->salvage) {
+		char w2[sizeof(s->why)];
+
+		snprintf(w2, sizeof(w2),
+			 "record seq %" PRIu64 " does not apply (%.120s): dropped with all after it",
+			 s->expect, s->why);
+		memcpy(s->why, w2, sizeof(s->why));
+		info->salvaged = true;
+		s->last_unmount = false;
+		return 0;
+	}
+	if (ret)
+		return ret;
+	info->log_records++;
+	info->log_bytes += size;
+	return 1;
+}
+
+/*
+ * The log ended. Say why, and tell a torn tail from damage in the middle:
+ * when the reader stopped short of the zone's data, look past the bad
+ * record for later ones of this chain (jrnl_scan_beyond()).
+ */
+static void jrnl_replay_stop(struct jrnl_replayer *s)
+{
+	struct jrnl_replay_info *info = s->info;
+
+	snprintf(info->stop, sizeof(info->stop), "%s", s->why);
+	info->last_seq = s->expect - 1;
+	if (s->r.pos && s->r.pos < s->r.end)
+		jrnl_scan_beyond(&s->r, s->gen, s->expect, info);
+}
+
+/*
+ * Clean: the last record was UNMOUNT and nothing follows it but
+ * padding, so appending right after it keeps the log readable. On a
+ * conventional zone the zeros after it read as padding up to the
+ * zone's end: the tail is where the last record ended, not where
+ * the reading stopped. Otherwise the journal appends nowhere in this
+ * chain (j->wpos 0): jrnl_start() writes a new one first.
+ */
+static void jrnl_replay_clean(struct jrnl_replayer *s)
+{
+	struct jrnl *j = s->j;
+	struct jrnl_replay_info *info = s->info;
+	struct zm_zone *z = &j->m->zones[s->r.zone];
+	uint64_t tail = ZF_ROUND_UP(s->good_end, j->bs);
+
+	info->clean = s->last_unmount && s->r.pos &&
+		      tail + j->bs <= z->start + z->cap &&
+		      (z->type == ZDEV_ZONE_CONV || tail == z->wp);
+	j->wpos = info->clean ? tail : 0;
+	if (info->clean)
+		z->wp = tail;
+}
+
+/*
  * Replay the chain named by @a into j->m. Stops at the first record that
  * does not hold; fails only when the snapshot is incomplete or a record
  * that holds does not apply.
@@ -355,170 +570,68 @@ static void jrnl_scan_beyond(struct jrnl_reader *r, uint32_t gen,
 static int jrnl_replay(struct jrnl *j, const struct zf_anchor *a, bool salvage,
 		       struct jrnl_replay_info *info, char *err, size_t errlen)
 {
-	struct jrnl_reader r = { .j = j };
-	uint64_t expect = le64toh(a->snap_seq);
-	uint32_t gen = le32toh(a->chain_gen);
-	bool in_snap = true, last_unmount = false;
-	char why[sizeof(info->stop)] = "";
-	uint64_t good_end; /* just after the last record accepted */
+	struct jrnl_replayer s = {
+		.j = j,
+		.r = { .j = j },
+		.info = info,
+		.salvage = salvage,
+		.gen = le32toh(a->chain_gen),
+		.expect = le64toh(a->snap_seq),
+		.in_snap = true,
+	};
+	struct jrnl_reader *r = &s.r;
+	struct zf_rec_hdr h;
+	const char *p;
 	int ret;
 
-	r.buf = zdev_buf_alloc(j->dev, (size_t)JRNL_READ_CHUNK * 2);
-	if (!r.buf)
+	r->buf = zdev_buf_alloc(j->dev, (size_t)JRNL_READ_CHUNK * 2);
+	if (!r->buf)
 		return -ENOMEM;
-	ret = jrnl_rd_zone(&r, le32toh(a->chain_zone), 0, ZF_NO_ZONE, expect,
-			   gen, why, sizeof(why));
+	ret = jrnl_rd_zone(r, le32toh(a->chain_zone), 0, ZF_NO_ZONE, s.expect,
+			   s.gen, s.why, sizeof(s.why));
 	if (ret)
 		goto out_snap;
-	good_end = r.pos;
-	ret = jrnl_chain_push(j, r.zone);
+	s.good_end = r->pos;
+	ret = jrnl_chain_push(j, r->zone);
 	if (ret)
 		goto out_free;
 
 	for (;;) {
-		struct zf_rec_hdr h, hc;
-		const char *p;
-		uint32_t len, crc;
-		uint16_t type;
-		uint64_t blk_end = ZF_ROUND_UP(r.pos + 1, j->bs);
-
-		ret = jrnl_rd(&r, r.pos, 8, &p);
-		if (ret == -ENODATA) {
-			snprintf(why, sizeof(why), "end of data in zone %u",
-				 r.zone);
-			break;
-		}
-		if (ret)
+		ret = jrnl_rd_rec(&s, &h, &p);
+		if (ret < 0)
 			goto out_io;
-		if (jrnl_zero(p, 8)) {
-			/* Padding to the end of the I/O unit. */
-			r.pos = blk_end;
-			continue;
-		}
-		ret = jrnl_rd(&r, r.pos, sizeof(h), &p);
-		if (ret == -ENODATA) {
-			snprintf(why, sizeof(why), "torn record header at 0x%" PRIx64, r.pos);
+		if (!ret)
 			break;
-		}
-		if (ret)
-			goto out_io;
-		memcpy(&h, p, sizeof(h));
-		len = le32toh(h.len);
-		type = le16toh(h.type);
-		if (len > ZF_REC_MAX || le32toh(h.chain_gen) != gen ||
-		    (type == ZF_REC_NEXT ? le64toh(h.seq) != expect - 1 :
-					   le64toh(h.seq) != expect)) {
-			snprintf(why, sizeof(why),
-				 "record at 0x%" PRIx64 " is not the next one (seq %" PRIu64 ", expected %" PRIu64 ")",
-				 r.pos, le64toh(h.seq), expect);
-			break;
-		}
-		ret = jrnl_rd(&r, r.pos, sizeof(h) + len, &p);
-		if (ret == -ENODATA) {
-			snprintf(why, sizeof(why), "torn record at 0x%" PRIx64, r.pos);
-			break;
-		}
-		if (ret)
-			goto out_io;
-		hc = h;
-		hc.crc = 0;
-		crc = crc32c(0, &hc, sizeof(hc));
-		crc = crc32c(crc, p + sizeof(h), len);
-		if (crc != le32toh(h.crc)) {
-			snprintf(why, sizeof(why),
-				 "record seq %" PRIu64 " at 0x%" PRIx64 " fails its CRC",
-				 expect, r.pos);
-			break;
-		}
-		p += sizeof(h);
-		r.pos += sizeof(h) + ZF_ROUND_UP(len, ZF_REC_ALIGN);
-		good_end = r.pos;
-		last_unmount = false;
+		s.good_end = r->pos;
+		s.last_unmount = false;
 
-		if (type == ZF_REC_NEXT) {
-			struct zf_rec_next nx;
-			uint32_t prev = r.zone;
-
-			if (len != sizeof(nx)) {
-				snprintf(why, sizeof(why), "bad NEXT record");
-				break;
-			}
-			memcpy(&nx, p, sizeof(nx));
-			ret = jrnl_rd_zone(&r, le32toh(nx.zone), j->chain_len,
-					   prev, expect, gen, why, sizeof(why));
-			if (ret == -ENOENT) {
-				/* Crashed before the new zone was started. */
-				r.end = r.pos = 0;
-				r.zone = prev;
-				ret = 0;
-				break;
-			}
-			if (ret)
+		if (le16toh(h.type) == ZF_REC_NEXT) {
+			ret = jrnl_rd_next(&s, p, le32toh(h.len));
+			if (ret < 0)
 				goto out_bad;
-			ret = jrnl_chain_push(j, r.zone);
+			if (!ret)
+				break;
+			ret = jrnl_chain_push(j, r->zone);
 			if (ret)
 				goto out_free;
-			good_end = r.pos;
+			s.good_end = r->pos;
 			continue;
 		}
-		if (in_snap) {
-			ret = zm_snap_load(j->m, type, p, len, why, sizeof(why));
-			if (ret)
-				goto out_bad;
-			info->snap_bytes += sizeof(h) + ZF_ROUND_UP(len, ZF_REC_ALIGN);
-			if (type == ZF_REC_SNAP_END)
-				in_snap = false;
-		} else if (type == ZF_REC_UNMOUNT) {
-			last_unmount = true;
-		} else {
-			ret = zm_apply(j->m, type, p, len, expect, why,
-				       sizeof(why));
-			if (ret == -EUCLEAN && salvage) {
-				char w2[sizeof(why)];
-
-				snprintf(w2, sizeof(w2),
-					 "record seq %" PRIu64 " does not apply (%.120s): dropped with all after it",
-					 expect, why);
-				memcpy(why, w2, sizeof(why));
-				info->salvaged = true;
-				last_unmount = false;
-				break;
-			}
-			if (ret)
-				goto out_bad;
-			info->log_records++;
-			info->log_bytes += sizeof(h) + ZF_ROUND_UP(len, ZF_REC_ALIGN);
-		}
-		expect++;
+		ret = jrnl_apply_rec(&s, le16toh(h.type), p, le32toh(h.len));
+		if (ret < 0)
+			goto out_bad;
+		if (!ret)
+			break;
+		s.expect++;
 	}
-	if (in_snap) {
+	if (s.in_snap) {
 		ret = -EUCLEAN;
 		goto out_snap;
 	}
-	snprintf(info->stop, sizeof(info->stop), "%s", why);
-	info->last_seq = expect - 1;
-	if (r.pos && r.pos < r.end)
-		jrnl_scan_beyond(&r, gen, expect, info);
-	/*
-	 * Clean: the last record was UNMOUNT and nothing follows it but
-	 * padding, so appending right after it keeps the log readable. On a
-	 * conventional zone the zeros after it read as padding up to the
-	 * zone's end: the tail is where the last record ended, not where
-	 * the reading stopped.
-	 */
-	{
-		struct zm_zone *z = &j->m->zones[r.zone];
-		uint64_t tail = ZF_ROUND_UP(good_end, j->bs);
-
-		info->clean = last_unmount && r.pos &&
-			      tail + j->bs <= z->start + z->cap &&
-			      (z->type == ZDEV_ZONE_CONV || tail == z->wp);
-		j->wpos = info->clean ? tail : 0;
-		if (info->clean)
-			z->wp = tail;
-	}
-	j->next_seq = expect;
-	j->durable_seq = expect - 1;
+	jrnl_replay_stop(&s);
+	jrnl_replay_clean(&s);
+	j->next_seq = s.expect;
+	j->durable_seq = s.expect - 1;
 	j->snap_seq = le64toh(a->snap_seq);
 	j->snap_bytes = info->snap_bytes;
 	j->log_bytes = info->log_bytes;
@@ -529,21 +642,21 @@ static int jrnl_replay(struct jrnl *j, const struct zf_anchor *a, bool salvage,
 out_snap:
 	zutil_err(err, errlen,
 		  "%s: the metadata snapshot in zone %u is incomplete (%s); the file system cannot be mounted",
-		  zdev_path(j->dev), le32toh(a->chain_zone), why);
+		  zdev_path(j->dev), le32toh(a->chain_zone), s.why);
 	ret = -EUCLEAN;
 	goto out_free;
 out_bad:
 	zutil_err(err, errlen,
 		  "%s: journal record seq %" PRIu64 " in zone %u does not apply: %s",
-		  zdev_path(j->dev), expect, r.zone, why);
+		  zdev_path(j->dev), s.expect, r->zone, s.why);
 	if (ret != -ENOMEM)
 		ret = -EUCLEAN;
 	goto out_free;
 out_io:
 	zutil_err(err, errlen, "%s: reading the journal in zone %u failed: %s",
-		  zdev_path(j->dev), r.zone, strerror(-ret));
+		  zdev_path(j->dev), r->zone, strerror(-ret));
 out_free:
-	free(r.buf);
+	free(r->buf);
 	return ret;
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Unit tests of the in-DRAM metadata (meta.c): zm_apply() for every record
+ * Unit tests of the in-DRAM metadata (meta*.c): zm_apply() for every record
  * type, the refusal of every inconsistent record (-EUCLEAN, a reason, and
  * the state exactly as it was), and snapshot encode -> load round trips,
  * from a handful of inodes to records chunked by the thousand.

@@ -174,14 +174,36 @@ struct zm_dent *zm_lookup(const struct zm_inode *dir, const char *name,
 	return NULL;
 }
 
+/*
+ * Both tables are allocated before either is touched, so that a failure
+ * leaves the directory as it was. A full order table that is more than
+ * half holes is compacted instead of grown (cookies stay, so readdir
+ * positions stay valid); that needs no memory and comes last.
+ */
 int zm_dir_reserve(struct zm_dir *d)
 {
-	if (d->count + 1 > (d->hmask + 1)) {
-		uint32_t nsize = (d->hmask + 1) * 2, i;
-		struct zm_dent **nt = calloc(nsize, sizeof(*nt));
+	bool compact = d->olen == d->ocap && d->holes > d->olen / 2;
+	struct zm_dent **nt = NULL;
+	uint32_t nsize = 0, i, j;
 
+	if (d->count + 1 > (d->hmask + 1)) {
+		nsize = (d->hmask + 1) * 2;
+		nt = calloc(nsize, sizeof(*nt));
 		if (!nt)
 			return -ENOMEM;
+	}
+	if (d->olen == d->ocap && !compact) {
+		uint32_t ncap = d->ocap ? d->ocap * 2 : 8;
+		struct zm_dslot *no = realloc(d->order, ncap * sizeof(*no));
+
+		if (!no) {
+			free(nt);
+			return -ENOMEM;
+		}
+		d->order = no;
+		d->ocap = ncap;
+	}
+	if (nt) {
 		for (i = 0; i <= d->hmask; i++) {
 			struct zm_dent *e = d->htab[i], *next;
 
@@ -195,24 +217,12 @@ int zm_dir_reserve(struct zm_dir *d)
 		d->htab = nt;
 		d->hmask = nsize - 1;
 	}
-	if (d->olen == d->ocap && d->holes > d->olen / 2) {
-		/* Compact: cookies stay, so readdir positions stay valid. */
-		uint32_t i, j = 0;
-
-		for (i = 0; i < d->olen; i++)
+	if (compact) {
+		for (i = 0, j = 0; i < d->olen; i++)
 			if (d->order[i].d)
 				d->order[j++] = d->order[i];
 		d->olen = j;
 		d->holes = 0;
-	}
-	if (d->olen == d->ocap) {
-		uint32_t ncap = d->ocap ? d->ocap * 2 : 8;
-		struct zm_dslot *no = realloc(d->order, ncap * sizeof(*no));
-
-		if (!no)
-			return -ENOMEM;
-		d->order = no;
-		d->ocap = ncap;
 	}
 	return 0;
 }
@@ -370,19 +380,27 @@ uint32_t zm_extent_find(const struct zm_inode *i, uint64_t foff)
 	return lo;
 }
 
-int zm_extent_reserve(struct zm_inode *i, uint32_t more)
+/*
+ * Counted in 64 bits: a move may ask for two more per extent it touches,
+ * and an array past UINT32_MAX extents is memory the machine does not
+ * have anyway.
+ */
+int zm_extent_reserve(struct zm_inode *i, uint64_t more)
 {
-	uint32_t need = i->f.n_ext + more, ncap;
+	uint64_t need = (uint64_t)i->f.n_ext + more, ncap;
 	struct zm_extent *ne;
 
 	if (need <= i->f.cap_ext)
 		return 0;
-	ncap = ZF_MAX(need, i->f.cap_ext ? i->f.cap_ext * 2 : 2);
+	if (need > UINT32_MAX)
+		return -ENOMEM;
+	ncap = ZF_MAX(need, i->f.cap_ext ? (uint64_t)i->f.cap_ext * 2 : 2);
+	ncap = ZF_MIN(ncap, (uint64_t)UINT32_MAX);
 	ne = realloc(i->f.ext, ncap * sizeof(*ne));
 	if (!ne)
 		return -ENOMEM;
 	i->f.ext = ne;
-	i->f.cap_ext = ncap;
+	i->f.cap_ext = (uint32_t)ncap;
 	return 0;
 }
 

@@ -465,6 +465,37 @@ static int zm_apply_extent(struct zmeta *m, const void *p, uint32_t len,
 	return 0;
 }
 
+/*
+ * How many extents more remapping [old, old + len) of @in may take. Each
+ * piece of an extent inside the range is remapped on its own
+ * (zm_extent_set()): a piece from the middle of its extent splits it and
+ * adds itself (two more), a piece at one end of it adds itself (one
+ * more), a whole extent is replaced (none). Merges only take extents
+ * away. Counted on every extent, not on the two at the edges: a file may
+ * map the same device bytes twice (fsck reports it, but a record that
+ * does so applies), and each of those is split.
+ *
+ * The whole move's room is reserved before the first piece moves, so
+ * that a failed allocation cannot leave the file half moved.
+ */
+static uint64_t zm_move_room(const struct zm_inode *in, uint64_t old,
+			     uint64_t len)
+{
+	uint64_t more = 0;
+	uint32_t k;
+
+	for (k = 0; k < in->f.n_ext; k++) {
+		const struct zm_extent *e = &in->f.ext[k];
+		uint64_t s = ZF_MAX(e->addr, old);
+		uint64_t end = ZF_MIN(e->addr + e->len, old + len);
+
+		if (s >= end)
+			continue;
+		more += (s > e->addr) + (end < e->addr + e->len);
+	}
+	return more;
+}
+
 static int zm_apply_extent_move(struct zmeta *m, const void *p, uint32_t len,
 				char *why, size_t wl)
 {
@@ -472,6 +503,7 @@ static int zm_apply_extent_move(struct zmeta *m, const void *p, uint32_t len,
 	uint64_t old, new, mlen;
 	struct zm_inode *in;
 	uint32_t k;
+	int ret;
 
 	if (len != sizeof(*r))
 		return zm_bad(why, wl, "EXTENT_MOVE record length mismatch");
@@ -485,12 +517,9 @@ static int zm_apply_extent_move(struct zmeta *m, const void *p, uint32_t len,
 	    old + mlen < old)
 		return zm_bad(why, wl, "EXTENT_MOVE of file %llu: bad record",
 			      (unsigned long long)le64toh(r->ino));
-	/*
-	 * Each extent piece inside [old, old + mlen) is remapped; one that
-	 * straddles an edge is split, so up to two more extents per edge.
-	 */
-	if (zm_extent_reserve(in, 2))
-		return -ENOMEM;
+	ret = zm_extent_reserve(in, zm_move_room(in, old, mlen));
+	if (ret)
+		return ret;
 	for (k = 0; k < in->f.n_ext; k++) {
 		struct zm_extent *e = &in->f.ext[k];
 		uint64_t s = ZF_MAX(e->addr, old);
@@ -502,8 +531,6 @@ static int zm_apply_extent_move(struct zmeta *m, const void *p, uint32_t len,
 		foff = e->foff + (s - e->addr);
 		zm_extent_set(m, in, foff, new + (s - old), end - s);
 		k = zm_extent_find(in, foff + (end - s)) - 1;
-		if (zm_extent_reserve(in, 2))
-			return -ENOMEM;
 	}
 	return 0;
 }

@@ -37,7 +37,10 @@ int zm_itab_grow(struct zmeta *m);
 /* Put @in in the table and count it; no allocation. */
 void zm_itab_insert(struct zmeta *m, struct zm_inode *in);
 
-/* Make room for one more entry in @d (tables), so adding cannot fail. */
+/*
+ * Make room for one more entry in @d (tables), so adding cannot fail.
+ * 0, or -ENOMEM with the directory as it was.
+ */
 int zm_dir_reserve(struct zm_dir *d);
 /* A new entry for @name (not in any directory yet), or NULL. */
 struct zm_dent *zm_dent_new(const char *name, size_t len, uint64_t ino);
@@ -51,7 +54,7 @@ uint64_t zm_fp(const struct zmeta *m, uint64_t len);
 /* @len bytes of footprint join the zone of @addr (and live_bytes). */
 void zm_zone_add(struct zmeta *m, uint64_t addr, uint64_t len);
 /* Room for @more extents in @i beyond its current ones. 0 or -ENOMEM. */
-int zm_extent_reserve(struct zm_inode *i, uint32_t more);
+int zm_extent_reserve(struct zm_inode *i, uint64_t more);
 /*
  * Drop the mapping of [start, end) from @i, splitting extents at the
  * edges. Needs room for one more extent (a split in the middle): the
@@ -59,7 +62,10 @@ int zm_extent_reserve(struct zm_inode *i, uint32_t more);
  */
 void zm_punch(struct zmeta *m, struct zm_inode *i, uint64_t start,
 	      uint64_t end);
-/* Map [foff, foff + len) of @i to @addr; room reserved for 2 extents. */
+/*
+ * Map [foff, foff + len) of @i to @addr. Needs room for two more extents
+ * when the range lies inside one extent (split around it), else for one.
+ */
 void zm_extent_set(struct zmeta *m, struct zm_inode *i, uint64_t foff,
 		   uint64_t addr, uint64_t len);
 /* Does [addr, addr + len) lie in one zone that may hold data? */

@@ -391,12 +391,16 @@ static void ext_is(uint64_t ino, const struct zm_extent *want, uint32_t n)
 
 /*
  * Every zone's live byte count is what the extents of all files add up to,
- * each counted in whole blocks.
+ * each counted in whole blocks; and zm_verify() agrees.
  */
 static void valid_consistent(const struct zmeta *mm)
 {
 	uint64_t sum[NZ] = { 0 };
+	char vwhy[256] = "";
 	uint32_t b, k;
+
+	ck_assert_msg(zm_verify(mm, vwhy, sizeof(vwhy)) == 0,
+		      "zm_verify() refuses a state zm_apply() built: %s", vwhy);
 
 	for (b = 0; b <= mm->imask; b++) {
 		const struct zm_inode *in;
@@ -2199,6 +2203,169 @@ START_TEST(test_nomem_none)
 }
 END_TEST
 
+/* ---- zm_verify() ----------------------------------------------------------- */
+
+static void verify_ok(void)
+{
+	why[0] = '\0';
+	ck_assert_msg(zm_verify(&m, why, sizeof(why)) == 0,
+		      "zm_verify() refuses a state zm_apply() built: %s", why);
+}
+
+/* States as records build them: every step passes. */
+START_TEST(test_verify_accepts)
+{
+	verify_ok(); /* the root alone */
+	populate_small();
+	verify_ok();
+
+	ck_assert_int_eq(mk(ROOT, 600, S_REG, "v", NULL), 0);
+	ck_assert_int_eq(ext(600, 0, Z(6), 10000), 0); /* a partial block */
+	verify_ok();
+	ck_assert_int_eq(ext(600, 16384, Z(6) + 16384, 8192), 0);
+	ck_assert_int_eq(ext(600, 8192, Z(7), 4096), 0); /* out of order */
+	verify_ok();
+	ck_assert_int_eq(ext_sz(600, 2048, Z(8), 20000, 0), 0); /* straddles */
+	verify_ok();
+	ck_assert_int_eq(mv(600, Z(6), Z(9), 65536), 0);
+	verify_ok();
+	ck_assert_int_eq(mv(600, Z(8) + 4096, Z(11), 4096), 0); /* a middle */
+	verify_ok();
+	ck_assert_int_eq(trunc_to(600, 15000), 0);
+	verify_ok();
+	ck_assert_int_eq(trunc_to(600, 1 << 20), 0);
+	ck_assert_int_eq(ext(600, 1 << 20, Z(10) - 4096, 4096), 0);
+	ck_assert_int_eq(ext(600, (1 << 20) + 4096, Z(10), 4096), 0);
+	verify_ok();
+
+	/* Unlinked but open: its extents still count until INODE_FREE. */
+	iget(600)->nopen = 1;
+	ck_assert_int_eq(unl(ROOT, 600, "v"), 0);
+	ck_assert_int_eq(ext(600, 0, Z(12), 4096), 0);
+	verify_ok();
+	iget(600)->nopen = 0;
+	ck_assert_int_eq(ifree(600), 0);
+	verify_ok();
+	ck_assert_int_eq(trunc_to(5, 0), 0);
+	ck_assert_int_eq(zrec(ZF_REC_ZONE_RESET, 4, 1), 0);
+	verify_ok();
+	reload();
+	verify_ok();
+}
+END_TEST
+
+/* File 600 of the damage below: 3 extents in zones 6 and 7, 20 KiB. */
+static struct zm_extent *vext(struct zmeta *b, uint32_t k)
+{
+	struct zm_inode *in = zm_iget(b, 600);
+
+	ck_assert_ptr_nonnull(in);
+	ck_assert_uint_lt(k, in->f.n_ext);
+	return &in->f.ext[k];
+}
+
+static void vd_valid_up(struct zmeta *b)
+{
+	b->zones[6].valid += 4096;
+	b->live_bytes += 4096;
+}
+
+static void vd_valid_down(struct zmeta *b)
+{
+	b->zones[7].valid -= 4096;
+	b->live_bytes -= 4096;
+}
+
+static void vd_live(struct zmeta *b)
+{
+	b->live_bytes += 4096;
+}
+
+static void vd_overlap(struct zmeta *b)
+{
+	vext(b, 1)->foff = 4096; /* into extent 0's [0, 8192) */
+}
+
+static void vd_order(struct zmeta *b)
+{
+	struct zm_extent t = *vext(b, 0);
+
+	*vext(b, 0) = *vext(b, 1);
+	*vext(b, 1) = t;
+}
+
+static void vd_size(struct zmeta *b)
+{
+	zm_iget(b, 600)->size = 20479;
+}
+
+static void vd_cross(struct zmeta *b)
+{
+	vext(b, 1)->addr = Z(8) - 2048;
+}
+
+static void vd_no_zone(struct zmeta *b)
+{
+	vext(b, 2)->addr = Z(NZ);
+}
+
+static void vd_empty(struct zmeta *b)
+{
+	vext(b, 1)->len = 0;
+}
+
+static void vd_wrap(struct zmeta *b)
+{
+	vext(b, 2)->foff = UINT64_MAX - 100;
+}
+
+/*
+ * Each damage, done to a copy of the state (through its snapshot, which
+ * zm_verify() accepts first): refused with -EUCLEAN and a reason that
+ * names where.
+ */
+START_TEST(test_verify_rejects)
+{
+	static const struct {
+		void (*fn)(struct zmeta *b);
+		const char *names;
+	} dmg[] = {
+		{ vd_valid_up, "zone 6 " }, { vd_valid_down, "zone 7 " },
+		{ vd_live, "live_bytes" },  { vd_overlap, "inode 600:" },
+		{ vd_order, "inode 600:" }, { vd_size, "inode 600:" },
+		{ vd_cross, "inode 600:" }, { vd_no_zone, "inode 600:" },
+		{ vd_empty, "inode 600:" }, { vd_wrap, "inode 600:" },
+	};
+	char bwhy[256];
+	uint32_t i;
+
+	populate_small();
+	ck_assert_int_eq(mk(ROOT, 600, S_REG, "v", NULL), 0);
+	ck_assert_int_eq(ext(600, 0, Z(6), 8192), 0);
+	ck_assert_int_eq(ext(600, 8192, Z(7), 4096), 0);
+	ck_assert_int_eq(ext(600, 16384, Z(6) + 8192, 4096), 0);
+	verify_ok();
+	for (i = 0; i < ZF_ARRAY_SIZE(dmg); i++) {
+		struct zmeta b;
+		struct snap s;
+
+		snap_take(&m, &s);
+		ck_assert_int_eq(snap_load(&b, &s), 0);
+		ck_assert_int_eq(zm_verify(&b, bwhy, sizeof(bwhy)), 0);
+		dmg[i].fn(&b);
+		bwhy[0] = '\0';
+		ck_assert_msg(zm_verify(&b, bwhy, sizeof(bwhy)) == -EUCLEAN,
+			      "damage %u not refused", i);
+		ck_assert_msg(strstr(bwhy, dmg[i].names),
+			      "damage %u refused with '%s', which does not name '%s'",
+			      i, bwhy, dmg[i].names);
+		zm_destroy(&b);
+		free(s.b);
+	}
+	verify_ok(); /* the original is untouched */
+}
+END_TEST
+
 /* ---- the suite ------------------------------------------------------------ */
 
 static void add(Suite *s, const char *name, const TTest *t)
@@ -2225,6 +2392,10 @@ static Suite *meta_suite(void)
 	const TTest *const nomem_tests[] = {
 		test_nomem_create,	test_nomem_names, test_nomem_extent,
 		test_nomem_extent_move, test_nomem_xattr, test_nomem_none,
+	};
+	const TTest *const verify_tests[] = {
+		test_verify_accepts,
+		test_verify_rejects,
 	};
 	Suite *s = suite_create("meta");
 
@@ -2254,6 +2425,7 @@ static Suite *meta_suite(void)
 	add(s, "snap_orphan", test_snap_orphan);
 	add(s, "snap_load_refused", test_snap_load_refused);
 	add_case(s, "apply_nomem", nomem_tests, ZF_ARRAY_SIZE(nomem_tests));
+	add_case(s, "verify", verify_tests, ZF_ARRAY_SIZE(verify_tests));
 	return s;
 }
 

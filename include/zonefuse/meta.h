@@ -205,6 +205,17 @@ static inline bool zm_inode_busy(const struct zm_inode *i)
 int zm_apply(struct zmeta *m, uint16_t type, const void *payload,
 	     uint32_t len, uint64_t seq, char *why, size_t whylen);
 
+/*
+ * Check the invariants of the whole of @m, without changing it: every
+ * regular file's extents are non-empty, sorted by file offset, disjoint,
+ * inside one zone that exists and not past the file size; every zone's
+ * valid is what the extents in it take, in whole blocks; live_bytes is
+ * the sum of every zone's valid. For debug builds and fsck. Returns 0,
+ * -EUCLEAN with the first broken rule in @why (naming the inode or the
+ * zone), or -ENOMEM (it keeps a count per zone).
+ */
+int zm_verify(const struct zmeta *m, char *why, size_t whylen);
+
 /* Index of the extent containing or after @foff in @i (regular file). */
 uint32_t zm_extent_find(const struct zm_inode *i, uint64_t foff);
 

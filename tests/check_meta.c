@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Unit tests of the in-DRAM metadata (meta.c): zm_apply() for every record
+ * Unit tests of the in-DRAM metadata (meta*.c): zm_apply() for every record
  * type, the refusal of every inconsistent record (-EUCLEAN, a reason, and
- * the state exactly as it was), and snapshot encode -> load round trips,
- * from a handful of inodes to records chunked by the thousand.
+ * the state exactly as it was), every allocation of every record type
+ * failing in turn (-ENOMEM, and the state as it was), and snapshot encode
+ * -> load round trips, from a handful of inodes to records chunked by the
+ * thousand.
  *
  * No device: a struct zmeta with a made-up geometry (NZ zones of ZS bytes;
  * zones 0 and 1 are super zones, 2 is in the metadata chain, the last one
@@ -12,11 +14,14 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "testutil.h"
 #include "zonefuse/meta.h"
@@ -45,10 +50,57 @@ static uint32_t n_dead;
 /* A record being built; payloads are read through struct pointers. */
 static _Alignas(8) char rb[ZF_REC_MAX + 4096];
 
+/*
+ * check_meta is linked with --wrap=malloc,calloc,realloc (tests/meson.build),
+ * so every allocation of the library, of this file and of Check (linked
+ * statically) comes through these. Armed (nomem_at != 0), the nomem_at-th
+ * allocation since arming fails. It is armed only around one zm_apply(),
+ * so the allocations of Check and libc (fork, printf) are not counted;
+ * on_dead(), which runs inside zm_apply(), disarms it around its assert.
+ */
+void *__real_malloc(size_t size);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t size);
+void *__wrap_malloc(size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *p, size_t size);
+
+static unsigned nomem_at;    /* 0: off; UINT_MAX: count only */
+static unsigned nomem_count; /* allocations since armed */
+static bool nomem_hit;	     /* the armed failure happened */
+
+static bool nomem_now(void)
+{
+	if (!nomem_at || ++nomem_count != nomem_at)
+		return false;
+	nomem_hit = true;
+	return true;
+}
+
+void *__wrap_malloc(size_t size)
+{
+	return nomem_now() ? NULL : __real_malloc(size);
+}
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+	return nomem_now() ? NULL : __real_calloc(n, size);
+}
+
+void *__wrap_realloc(void *p, size_t size)
+{
+	return nomem_now() ? NULL : __real_realloc(p, size);
+}
+
 static void on_dead(void *arg, uint32_t zone, uint64_t s)
 {
+	/* Check allocates to note even a passing assert: not the record's. */
+	unsigned armed = nomem_at;
+
 	(void)arg;
+	nomem_at = 0;
 	ck_assert_uint_lt(n_dead, ZF_ARRAY_SIZE(dead_zone));
+	nomem_at = armed;
 	dead_zone[n_dead] = zone;
 	dead_seq[n_dead] = s;
 	n_dead++;
@@ -72,8 +124,17 @@ static void geom_init(struct zmeta *mm)
 	mm->zones[NZ - 1].state = ZM_ZONE_BAD;
 }
 
+static bool build_only; /* NOMEM(): build the record, do not apply it */
+static uint16_t built_type;
+static uint32_t built_len;
+
 static int apply(uint16_t type, const void *p, uint32_t len)
 {
+	if (build_only) {
+		built_type = type;
+		built_len = len;
+		return 0;
+	}
 	why[0] = '\0';
 	return zm_apply(&m, type, p, len, ++seq, why, sizeof(why));
 }
@@ -330,12 +391,16 @@ static void ext_is(uint64_t ino, const struct zm_extent *want, uint32_t n)
 
 /*
  * Every zone's live byte count is what the extents of all files add up to,
- * each counted in whole blocks.
+ * each counted in whole blocks; and zm_verify() agrees.
  */
 static void valid_consistent(const struct zmeta *mm)
 {
 	uint64_t sum[NZ] = { 0 };
+	char vwhy[256] = "";
 	uint32_t b, k;
+
+	ck_assert_msg(zm_verify(mm, vwhy, sizeof(vwhy)) == 0,
+		      "zm_verify() refuses a state zm_apply() built: %s", vwhy);
 
 	for (b = 0; b <= mm->imask; b++) {
 		const struct zm_inode *in;
@@ -385,8 +450,8 @@ static int fp_emit(void *arg, uint16_t type, const void *p, uint32_t len)
 /*
  * Everything the state holds: a snapshot of it (inodes, names in readdir
  * order, extents, xattrs in list order, reset counts) plus what a snapshot
- * leaves out (zone live bytes, write pointers and states, directory
- * cookies, counts, the zone_dead calls made).
+ * leaves out (zone live bytes and their sum, write pointers and states,
+ * directory cookies, counts, the zone_dead calls made).
  */
 static void fp_take(const struct zmeta *mm, struct fp *f)
 {
@@ -399,6 +464,7 @@ static void fp_take(const struct zmeta *mm, struct fp *f)
 		fp_put(f, &mm->zones[i].wp, sizeof(uint64_t));
 		fp_put(f, &mm->zones[i].state, 1);
 	}
+	fp_put(f, &mm->live_bytes, sizeof(mm->live_bytes));
 	fp_put(f, &mm->next_ino, sizeof(mm->next_ino));
 	fp_put(f, &mm->nr_inodes, sizeof(mm->nr_inodes));
 	fp_put(f, &mm->nr_dirs, sizeof(mm->nr_dirs));
@@ -1820,6 +1886,486 @@ START_TEST(test_snap_load_refused)
 }
 END_TEST
 
+/* ---- allocation failures: zm_apply() is all-or-nothing ------------------- */
+
+/*
+ * NOMEM(builder call): build the record the builder would apply, then
+ * apply it with its 1st, 2nd, 3rd... allocation failing, until it applies
+ * without meeting the failure. Every failed attempt must return -ENOMEM
+ * and leave the state as it was, to the byte (fp_take(): the snapshot
+ * plus zone counts, live bytes, zone_dead calls). The value is how many
+ * allocations the record made.
+ *
+ * Each attempt runs in a child process, on the very state the parent
+ * holds: a failed attempt may keep room it made (a grown table), and the
+ * next attempt, made on that state, would skip the allocation it no
+ * longer needs and never fail the one after it. The child reports
+ * through a pipe and _exit()s; the parent asserts and, once an attempt
+ * gets through, applies the record itself.
+ */
+struct nomem_res {
+	int ret;
+	bool hit, same;
+	char why[sizeof(why)];
+};
+
+static struct nomem_res nomem_try(uint16_t type, const void *rec, uint32_t len,
+				  unsigned n)
+{
+	struct nomem_res res = { 0 };
+	int fd[2], status;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(fd), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		struct fp before, after;
+
+		close(fd[0]);
+		fp_take(&m, &before);
+		why[0] = '\0';
+		nomem_count = 0;
+		nomem_hit = false;
+		nomem_at = n;
+		res.ret =
+			zm_apply(&m, type, rec, len, seq + 1, why, sizeof(why));
+		nomem_at = 0;
+		res.hit = nomem_hit;
+		fp_take(&m, &after);
+		res.same = after.len == before.len &&
+			   !memcmp(after.b, before.b, after.len);
+		memcpy(res.why, why, sizeof(why));
+		_exit(write(fd[1], &res, sizeof(res)) == sizeof(res) ? 0 : 1);
+	}
+	close(fd[1]);
+	ck_assert_int_eq(read(fd[0], &res, sizeof(res)), sizeof(res));
+	close(fd[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && !WEXITSTATUS(status));
+	return res;
+}
+
+static unsigned nomem_sweep(void)
+{
+	static _Alignas(8) char rec[sizeof(rb)];
+	uint16_t type = built_type;
+	uint32_t len = built_len;
+	struct nomem_res res;
+	unsigned n;
+	int ret;
+
+	memcpy(rec, rb, len);
+	for (n = 1;; n++) {
+		ck_assert_uint_lt(n, 64);
+		res = nomem_try(type, rec, len, n);
+		if (!res.hit)
+			break;
+		ck_assert_msg(res.ret == -ENOMEM,
+			      "record type %u with allocation %u failing returned %d (%s), not -ENOMEM",
+			      type, n, res.ret, res.why);
+		ck_assert_msg(res.same,
+			      "record type %u with allocation %u failing changed the state",
+			      type, n);
+	}
+	ck_assert_msg(res.ret == 0, "record type %u: %d (%s)", type, res.ret,
+		      res.why);
+	/* Now for real, counting: the same allocations as the children. */
+	nomem_count = 0;
+	nomem_at = UINT_MAX;
+	ret = zm_apply(&m, type, rec, len, ++seq, why, sizeof(why));
+	nomem_at = 0;
+	ck_assert_int_eq(ret, 0);
+	ck_assert_uint_eq(nomem_count, n - 1);
+	return n - 1;
+}
+
+static unsigned nomem_built(int ret)
+{
+	build_only = false;
+	ck_assert_int_eq(ret, 0);
+	return nomem_sweep();
+}
+
+#define NOMEM(expr) (build_only = true, nomem_built(expr))
+
+/* Reload @m from its own snapshot: arrays come back exactly full. */
+static void reload(void)
+{
+	struct snap s;
+
+	snap_take(&m, &s);
+	zm_destroy(&m);
+	ck_assert_int_eq(snap_load(&m, &s), 0);
+	m.zone_dead = on_dead;
+	free(s.b);
+}
+
+/* Directory @dir gets @n files, inodes @ino...: its tables are then full. */
+static void fill_dir(uint64_t dir, uint64_t ino, uint32_t n)
+{
+	char name[32];
+	uint32_t k;
+
+	for (k = 0; k < n; k++) {
+		snprintf(name, sizeof(name), "n%u", k);
+		ck_assert_int_eq(mk(dir, ino + k, S_REG, name, NULL), 0);
+	}
+}
+
+/*
+ * CREATE: the inode, its directory tables, its entry, the parent's hash
+ * and order tables, a symlink's target, the inode table. Directory 2 holds
+ * 8 names (its hash of 8 and its order table of 8 are full) and the inode
+ * table of 1024 holds 512 inodes (the next one doubles it).
+ */
+START_TEST(test_nomem_create)
+{
+	ck_assert_int_eq(mk(ROOT, 2, S_DIR, "d", NULL), 0);
+	fill_dir(2, 3, 8);
+	fill_dir(ROOT, 11, 502);
+	ck_assert_uint_eq(m.nr_inodes, 512);
+	ck_assert_uint_eq(m.imask, 1023);
+
+	/* inode, entry, hash, order, target, inode table */
+	ck_assert_uint_ge(NOMEM(mk(2, 600, S_LNK, "s", "target")), 6);
+	ck_assert_uint_eq(m.imask, 2047);
+	ck_assert_str_eq(iget(600)->target, "target");
+	ck_assert_uint_eq(child(2, "s"), 600);
+	/* inode, its directory's hash, entry */
+	ck_assert_uint_ge(NOMEM(mk(2, 601, S_DIR, "sub", NULL)), 3);
+	ck_assert_uint_eq(iget(2)->nlink, 3);
+	ck_assert_uint_ge(NOMEM(mk(601, 602, S_REG, "f", NULL)), 2);
+	ck_assert_uint_eq(m.nr_inodes, 515);
+}
+END_TEST
+
+/* LINK and UNLINK; RENAME to a new name, over a victim, and EXCHANGE. */
+START_TEST(test_nomem_names)
+{
+	unsigned xchg;
+
+	ck_assert_int_eq(mk(ROOT, 2, S_DIR, "d", NULL), 0);
+	fill_dir(2, 3, 8);
+	ck_assert_int_eq(mk(ROOT, 20, S_REG, "f", NULL), 0);
+	ck_assert_int_eq(mk(ROOT, 21, S_REG, "g", NULL), 0);
+	ck_assert_int_eq(mk(ROOT, 22, S_DIR, "e", NULL), 0);
+	fill_dir(22, 30, 8);
+
+	/* entry, hash, order */
+	ck_assert_uint_ge(NOMEM(lnk(2, 20, "link")), 3);
+	ck_assert_uint_eq(iget(20)->nlink, 2);
+	ck_assert_uint_eq(NOMEM(unl(2, 20, "link")), 0);
+	ck_assert_uint_eq(iget(20)->nlink, 1);
+
+	/* Into a full directory, and inside one: entry, hash, order. */
+	ck_assert_uint_ge(NOMEM(ren(ROOT, "g", 22, "g2", 21, 0, 0)), 3);
+	ck_assert_uint_eq(child(22, "g2"), 21);
+	ck_assert_uint_eq(child(ROOT, "g"), 0);
+	ck_assert_int_eq(mk(ROOT, 23, S_DIR, "h", NULL), 0);
+	fill_dir(23, 40, 8);
+	ck_assert_uint_ge(NOMEM(ren(23, "n0", 23, "renamed", 40, 0, 0)), 3);
+	ck_assert_uint_eq(child(23, "renamed"), 40);
+
+	/* Over a victim, and an exchange: no entry is made. */
+	ck_assert_uint_eq(NOMEM(ren(2, "n0", 2, "n1", 3, 4, 0)), 0);
+	ck_assert_ptr_null(zm_iget(&m, 4));
+	xchg = NOMEM(ren(2, "n1", ROOT, "f", 3, 20, ZF_RENAME_EXCHANGE));
+	ck_assert_uint_eq(xchg, 0);
+	ck_assert_uint_eq(child(ROOT, "f"), 3);
+
+	/* Holes enough: the order table is compacted, not grown. */
+	ck_assert_int_eq(mk(ROOT, 50, S_DIR, "holes", NULL), 0);
+	fill_dir(50, 51, 8);
+	ck_assert_int_eq(unl(50, 51, "n0"), 0);
+	ck_assert_int_eq(unl(50, 52, "n1"), 0);
+	ck_assert_int_eq(unl(50, 53, "n2"), 0);
+	ck_assert_int_eq(unl(50, 54, "n3"), 0);
+	ck_assert_int_eq(unl(50, 55, "n4"), 0);
+	ck_assert_uint_ge(NOMEM(lnk(50, 20, "again")), 1); /* the entry */
+	ck_assert_uint_eq(iget(50)->d.ocap, 8);
+}
+END_TEST
+
+/*
+ * SETATTR's truncate and EXTENT: the extent array. Loaded from a snapshot,
+ * a file's array is exactly full, so even a truncate that cuts an extent
+ * short has to grow it (it reserves room for a split).
+ */
+START_TEST(test_nomem_extent)
+{
+	uint32_t valid = ZF_ATTR_SIZE | ZF_ATTR_MODE | ZF_ATTR_UID;
+	struct zf_dattr a = { .mode = 0600, .uid = 5, .size = 6144 };
+
+	ck_assert_int_eq(mk(ROOT, 2, S_REG, "f", NULL), 0);
+	ck_assert_int_eq(ext(2, 0, Z(4), 4096), 0);
+	ck_assert_int_eq(ext(2, 4096, Z(5), 4096), 0);
+	ck_assert_int_eq(ext(2, 8192, Z(6), 4096), 0);
+	ck_assert_int_eq(mk(ROOT, 3, S_REG, "g", NULL), 0);
+	ck_assert_int_eq(ext(3, 0, Z(7), 16384), 0);
+	reload();
+	ck_assert_uint_eq(iget(2)->f.cap_ext, 3);
+	ck_assert_uint_eq(iget(3)->f.cap_ext, 2);
+
+	ck_assert_uint_ge(NOMEM(setattr(2, valid, &a)), 1);
+	EXT_IS(2, { 0, Z(4), 4096 }, { 4096, Z(5), 2048 });
+	ck_assert_uint_eq(iget(2)->uid, 5);
+	ck_assert_uint_eq(m.zones[6].valid, 0);
+
+	/* A write into the middle of g's one extent: split in three. */
+	ck_assert_uint_ge(NOMEM(ext_sz(3, 4096, Z(8), 4096, 0)), 1);
+	EXT_IS(3, { 0, Z(7), 4096 }, { 4096, Z(8), 4096 },
+	       { 8192, Z(7) + 8192, 8192 });
+	valid_consistent(&m);
+}
+END_TEST
+
+/*
+ * EXTENT_MOVE: one record remaps every piece of the file in the old range,
+ * splitting those that straddle its edges. f's 6 extents of 8 KiB lie in
+ * zone 4 in reverse file order; the move takes the tail of one, four
+ * whole, and the head of another (two more extents). It used to find room
+ * one piece at a time, and an allocation failing after the first piece
+ * left that piece moved.
+ */
+START_TEST(test_nomem_extent_move)
+{
+	uint64_t k;
+
+	ck_assert_int_eq(mk(ROOT, 2, S_REG, "f", NULL), 0);
+	for (k = 0; k < 6; k++)
+		ck_assert_int_eq(ext(2, k * 8192, Z(4) + (5 - k) * 8192, 8192),
+				 0);
+	ck_assert_uint_eq(iget(2)->f.n_ext, 6);
+	ck_assert_uint_eq(iget(2)->f.cap_ext, 8);
+	NOMEM(mv(2, Z(4) + 4096, Z(5), 40960));
+	EXT_IS(2, { 0, Z(5) + 36864, 4096 }, { 4096, Z(4) + 44 * 1024, 4096 },
+	       { 8192, Z(5) + 28672, 8192 }, { 16384, Z(5) + 20480, 8192 },
+	       { 24576, Z(5) + 12288, 8192 }, { 32768, Z(5) + 4096, 8192 },
+	       { 40960, Z(4), 4096 }, { 45056, Z(5), 4096 });
+	valid_consistent(&m);
+
+	/* The same with the array one short: it grows before anything moves. */
+	ck_assert_int_eq(mk(ROOT, 3, S_REG, "g", NULL), 0);
+	for (k = 0; k < 7; k++)
+		ck_assert_int_eq(ext(3, k * 8192, Z(6) + (6 - k) * 8192, 8192),
+				 0);
+	ck_assert_uint_eq(iget(3)->f.cap_ext, 8);
+	ck_assert_uint_ge(NOMEM(mv(3, Z(6) + 4096, Z(7), 40960)), 1);
+	ck_assert_uint_eq(iget(3)->f.n_ext, 9);
+	valid_consistent(&m);
+
+	/*
+	 * Three extents of one file on the same device bytes (fsck reports
+	 * it; zm_apply() takes it): a move inside them splits all three.
+	 */
+	ck_assert_int_eq(mk(ROOT, 4, S_REG, "h", NULL), 0);
+	for (k = 0; k < 3; k++)
+		ck_assert_int_eq(ext(4, k << 20, Z(8), 65536), 0);
+	ck_assert_uint_ge(NOMEM(mv(4, Z(8) + 16384, Z(9), 16384)), 1);
+	ck_assert_uint_eq(iget(4)->f.n_ext, 9);
+	ck_assert_uint_eq(m.zones[9].valid, 3 * 16384);
+	valid_consistent(&m);
+}
+END_TEST
+
+/* XATTR_SET (new and replacing), XATTR_DEL. */
+START_TEST(test_nomem_xattr)
+{
+	ck_assert_int_eq(mk(ROOT, 2, S_REG, "f", NULL), 0);
+	ck_assert_uint_ge(NOMEM(xset(2, "user.a", "one", 3)), 1);
+	ck_assert_uint_ge(NOMEM(xset(2, "user.a", "three", 5)), 1);
+	ck_assert_uint_eq(zm_xattr_get(iget(2), "user.a", 6)->value_len, 5);
+	ck_assert_uint_eq(NOMEM(xdel(2, "user.a")), 0);
+	ck_assert_ptr_null(iget(2)->xattrs);
+}
+END_TEST
+
+/* The records that allocate nothing: they cannot fail for memory. */
+START_TEST(test_nomem_none)
+{
+	struct zf_rec_counters *c = (void *)rb;
+
+	ck_assert_int_eq(mk(ROOT, 2, S_REG, "f", NULL), 0);
+	ck_assert_int_eq(ext(2, 0, Z(4), 4096), 0);
+	iget(2)->nlookup = 1;
+	ck_assert_uint_eq(NOMEM(unl(ROOT, 2, "f")), 0);
+	ck_assert_uint_eq(NOMEM(ifree(2)), 0);
+	ck_assert_uint_eq(n_dead, 1);
+	ck_assert_uint_eq(NOMEM(zrec(ZF_REC_ZONE_RESET, 4, 1)), 0);
+	ck_assert_uint_eq(NOMEM(zrec(ZF_REC_ZONE_FINISH, 4, 0)), 0);
+	memset(c, 0, sizeof(*c));
+	c->host_bytes = htole64(42);
+	built_type = ZF_REC_COUNTERS;
+	built_len = sizeof(*c);
+	ck_assert_uint_eq(nomem_sweep(), 0);
+	ck_assert_uint_eq(m.counters.host_bytes, 42);
+}
+END_TEST
+
+/* ---- zm_verify() ----------------------------------------------------------- */
+
+static void verify_ok(void)
+{
+	why[0] = '\0';
+	ck_assert_msg(zm_verify(&m, why, sizeof(why)) == 0,
+		      "zm_verify() refuses a state zm_apply() built: %s", why);
+}
+
+/* States as records build them: every step passes. */
+START_TEST(test_verify_accepts)
+{
+	verify_ok(); /* the root alone */
+	populate_small();
+	verify_ok();
+
+	ck_assert_int_eq(mk(ROOT, 600, S_REG, "v", NULL), 0);
+	ck_assert_int_eq(ext(600, 0, Z(6), 10000), 0); /* a partial block */
+	verify_ok();
+	ck_assert_int_eq(ext(600, 16384, Z(6) + 16384, 8192), 0);
+	ck_assert_int_eq(ext(600, 8192, Z(7), 4096), 0); /* out of order */
+	verify_ok();
+	ck_assert_int_eq(ext_sz(600, 2048, Z(8), 20000, 0), 0); /* straddles */
+	verify_ok();
+	ck_assert_int_eq(mv(600, Z(6), Z(9), 65536), 0);
+	verify_ok();
+	ck_assert_int_eq(mv(600, Z(8) + 4096, Z(11), 4096), 0); /* a middle */
+	verify_ok();
+	ck_assert_int_eq(trunc_to(600, 15000), 0);
+	verify_ok();
+	ck_assert_int_eq(trunc_to(600, 1 << 20), 0);
+	ck_assert_int_eq(ext(600, 1 << 20, Z(10) - 4096, 4096), 0);
+	ck_assert_int_eq(ext(600, (1 << 20) + 4096, Z(10), 4096), 0);
+	verify_ok();
+
+	/* Unlinked but open: its extents still count until INODE_FREE. */
+	iget(600)->nopen = 1;
+	ck_assert_int_eq(unl(ROOT, 600, "v"), 0);
+	ck_assert_int_eq(ext(600, 0, Z(12), 4096), 0);
+	verify_ok();
+	iget(600)->nopen = 0;
+	ck_assert_int_eq(ifree(600), 0);
+	verify_ok();
+	ck_assert_int_eq(trunc_to(5, 0), 0);
+	ck_assert_int_eq(zrec(ZF_REC_ZONE_RESET, 4, 1), 0);
+	verify_ok();
+	reload();
+	verify_ok();
+}
+END_TEST
+
+/* File 600 of the damage below: 3 extents in zones 6 and 7, 20 KiB. */
+static struct zm_extent *vext(struct zmeta *b, uint32_t k)
+{
+	struct zm_inode *in = zm_iget(b, 600);
+
+	ck_assert_ptr_nonnull(in);
+	ck_assert_uint_lt(k, in->f.n_ext);
+	return &in->f.ext[k];
+}
+
+static void vd_valid_up(struct zmeta *b)
+{
+	b->zones[6].valid += 4096;
+	b->live_bytes += 4096;
+}
+
+static void vd_valid_down(struct zmeta *b)
+{
+	b->zones[7].valid -= 4096;
+	b->live_bytes -= 4096;
+}
+
+static void vd_live(struct zmeta *b)
+{
+	b->live_bytes += 4096;
+}
+
+static void vd_overlap(struct zmeta *b)
+{
+	vext(b, 1)->foff = 4096; /* into extent 0's [0, 8192) */
+}
+
+static void vd_order(struct zmeta *b)
+{
+	struct zm_extent t = *vext(b, 0);
+
+	*vext(b, 0) = *vext(b, 1);
+	*vext(b, 1) = t;
+}
+
+static void vd_size(struct zmeta *b)
+{
+	zm_iget(b, 600)->size = 20479;
+}
+
+static void vd_cross(struct zmeta *b)
+{
+	vext(b, 1)->addr = Z(8) - 2048;
+}
+
+static void vd_no_zone(struct zmeta *b)
+{
+	vext(b, 2)->addr = Z(NZ);
+}
+
+static void vd_empty(struct zmeta *b)
+{
+	vext(b, 1)->len = 0;
+}
+
+static void vd_wrap(struct zmeta *b)
+{
+	vext(b, 2)->foff = UINT64_MAX - 100;
+}
+
+/*
+ * Each damage, done to a copy of the state (through its snapshot, which
+ * zm_verify() accepts first): refused with -EUCLEAN and a reason that
+ * names where.
+ */
+START_TEST(test_verify_rejects)
+{
+	static const struct {
+		void (*fn)(struct zmeta *b);
+		const char *names;
+	} dmg[] = {
+		{ vd_valid_up, "zone 6 " }, { vd_valid_down, "zone 7 " },
+		{ vd_live, "live_bytes" },  { vd_overlap, "inode 600:" },
+		{ vd_order, "inode 600:" }, { vd_size, "inode 600:" },
+		{ vd_cross, "inode 600:" }, { vd_no_zone, "inode 600:" },
+		{ vd_empty, "inode 600:" }, { vd_wrap, "inode 600:" },
+	};
+	char bwhy[256];
+	uint32_t i;
+
+	populate_small();
+	ck_assert_int_eq(mk(ROOT, 600, S_REG, "v", NULL), 0);
+	ck_assert_int_eq(ext(600, 0, Z(6), 8192), 0);
+	ck_assert_int_eq(ext(600, 8192, Z(7), 4096), 0);
+	ck_assert_int_eq(ext(600, 16384, Z(6) + 8192, 4096), 0);
+	verify_ok();
+	for (i = 0; i < ZF_ARRAY_SIZE(dmg); i++) {
+		struct zmeta b;
+		struct snap s;
+
+		snap_take(&m, &s);
+		ck_assert_int_eq(snap_load(&b, &s), 0);
+		ck_assert_int_eq(zm_verify(&b, bwhy, sizeof(bwhy)), 0);
+		dmg[i].fn(&b);
+		bwhy[0] = '\0';
+		ck_assert_msg(zm_verify(&b, bwhy, sizeof(bwhy)) == -EUCLEAN,
+			      "damage %u not refused", i);
+		ck_assert_msg(strstr(bwhy, dmg[i].names),
+			      "damage %u refused with '%s', which does not name '%s'",
+			      i, bwhy, dmg[i].names);
+		zm_destroy(&b);
+		free(s.b);
+	}
+	verify_ok(); /* the original is untouched */
+}
+END_TEST
+
 /* ---- the suite ------------------------------------------------------------ */
 
 static void add(Suite *s, const char *name, const TTest *t)
@@ -1827,8 +2373,30 @@ static void add(Suite *s, const char *name, const TTest *t)
 	tu_add_case(s, name, t, setup, teardown, 60);
 }
 
+/* One case of several tests: one rule, checked on several states. */
+static void add_case(Suite *s, const char *name, const TTest *const *t,
+		     size_t n)
+{
+	TCase *tc = tcase_create(name);
+	size_t i;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	for (i = 0; i < n; i++)
+		tcase_add_test(tc, t[i]);
+	suite_add_tcase(s, tc);
+}
+
 static Suite *meta_suite(void)
 {
+	const TTest *const nomem_tests[] = {
+		test_nomem_create,	test_nomem_names, test_nomem_extent,
+		test_nomem_extent_move, test_nomem_xattr, test_nomem_none,
+	};
+	const TTest *const verify_tests[] = {
+		test_verify_accepts,
+		test_verify_rejects,
+	};
 	Suite *s = suite_create("meta");
 
 	add(s, "create", test_create);
@@ -1856,6 +2424,8 @@ static Suite *meta_suite(void)
 	add(s, "snap_large", test_snap_large);
 	add(s, "snap_orphan", test_snap_orphan);
 	add(s, "snap_load_refused", test_snap_load_refused);
+	add_case(s, "apply_nomem", nomem_tests, ZF_ARRAY_SIZE(nomem_tests));
+	add_case(s, "verify", verify_tests, ZF_ARRAY_SIZE(verify_tests));
 	return s;
 }
 

@@ -192,12 +192,29 @@ static inline bool zm_inode_busy(const struct zm_inode *i)
 
 /*
  * Apply one record. Checks that it makes sense against the current state
- * (names exist or not, types match, zones exist, ...). Returns 0, or
- * -EUCLEAN (with a reason in @why) for a record that cannot be applied: a
- * corrupt journal or a bug. On failure the state is unchanged.
+ * (names exist or not, types match, zones exist, ...). Returns 0, -ENOMEM,
+ * or -EUCLEAN (with a reason in @why) for a record that cannot be applied:
+ * a corrupt journal or a bug.
+ *
+ * On failure, of any kind, the state is unchanged: every allocation a
+ * record needs is made before the first change, and every check before
+ * the first allocation. (A table may keep room it grew for the record;
+ * nothing it holds differs, and no zone_dead call was made.) So a caller
+ * may treat -ENOMEM as "not applied" and carry on.
  */
 int zm_apply(struct zmeta *m, uint16_t type, const void *payload,
 	     uint32_t len, uint64_t seq, char *why, size_t whylen);
+
+/*
+ * Check the invariants of the whole of @m, without changing it: every
+ * regular file's extents are non-empty, sorted by file offset, disjoint,
+ * inside one zone that exists and not past the file size; every zone's
+ * valid is what the extents in it take, in whole blocks; live_bytes is
+ * the sum of every zone's valid. For debug builds and fsck. Returns 0,
+ * -EUCLEAN with the first broken rule in @why (naming the inode or the
+ * zone), or -ENOMEM (it keeps a count per zone).
+ */
+int zm_verify(const struct zmeta *m, char *why, size_t whylen);
 
 /* Index of the extent containing or after @foff in @i (regular file). */
 uint32_t zm_extent_find(const struct zm_inode *i, uint64_t foff);

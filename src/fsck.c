@@ -269,7 +269,7 @@ static struct zm_inode *fsck_lost_found(struct fsck *f)
 	struct zm_dent *e = zm_lookup(root, "lost+found", 10);
 	char buf[sizeof(struct zf_rec_create) + 10];
 	struct zf_rec_create *rec = (void *)buf;
-	int64_t now = zfs_now();
+	int64_t now = zutil_now_real_ns();
 	char why[128];
 
 	if (e) {

@@ -13,6 +13,11 @@
  *
  * Finding a zone's live extents scans every file's extents: zonefuse keeps
  * no reverse map (it would cost DRAM per extent for a rare operation).
+ *
+ * Wear leveling is the same move with another victim and another head:
+ * the least-worn zone whose data has outlived a whole cycle of the pool
+ * (cold: configs, a dataset written once), into the most-worn free zone,
+ * so that the zone that held it takes its share of resets.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -25,6 +30,14 @@
 /* Free zones kept above the reserve before background reclaim starts. */
 #define GC_MARGIN_MIN 2u
 #define GC_MARGIN_PCT 3u
+
+/*
+ * Wear leveling moves no more than 1/GC_WEAR_BUDGET_DIV of the bytes
+ * applications wrote since mount: checkpoint rotation then stays within
+ * write amplification 1.02 (docs/space.md). When it starts is the
+ * victim's rule (alloc_gc_victim()).
+ */
+#define GC_WEAR_BUDGET_DIV 100u
 
 struct gc_piece {
 	uint64_t ino, addr, len;
@@ -123,7 +136,7 @@ static int gc_log_move(struct zfs *fs, uint64_t ino, uint64_t old,
 		rt = in->rt;
 		if (rt)
 			pthread_rwlock_wrlock(&rt->lock);
-		ret = zfs_log(fs, ZF_REC_EXTENT_MOVE, &rec, sizeof(rec));
+		ret = rec_log(fs, ZF_REC_EXTENT_MOVE, &rec, sizeof(rec));
 		if (rt)
 			pthread_rwlock_unlock(&rt->lock);
 	}
@@ -136,8 +149,9 @@ static int gc_log_move(struct zfs *fs, uint64_t ino, uint64_t old,
  * only with themselves, the rest of a block is padding) to the reclaim
  * stream, and log the move of each part that landed.
  */
-static int gc_move(struct zfs *fs, const struct gc_piece *p, char *buf,
-		   size_t bufsz)
+static int gc_move(struct zfs *fs, struct zfs_head *head,
+		   const struct gc_piece *p, char *buf, size_t bufsz,
+		   struct alloc_try *t)
 {
 	uint32_t bs = fs->bs;
 	uint64_t pos = p->addr, end = p->addr + p->len;
@@ -156,11 +170,13 @@ static int gc_move(struct zfs *fs, const struct gc_piece *p, char *buf,
 			uint64_t addr, from, to;
 			size_t wrote;
 
-			ret = alloc_head_write(fs, &fs->gc, buf + done, n - done,
-					       &addr, &wrote);
+			ret = alloc_head_write(fs, head, buf + done, n - done,
+					       &addr, &wrote, t);
 			if (ret)
 				return ret;
 			fs->gc_bytes += wrote;
+			if (head->kind == ZFS_HEAD_COLD)
+				fs->wear_bytes += wrote;
 			/* The file bytes of this part: [from, to) of the old. */
 			from = ZF_MAX(as + done, pos);
 			to = ZF_MIN(as + done + wrote, lend);
@@ -178,8 +194,21 @@ static int gc_move(struct zfs *fs, const struct gc_piece *p, char *buf,
 	return 0;
 }
 
-int gc_collect(struct zfs *fs, uint32_t want, bool any)
+/*
+ * May wear leveling move @zone's live bytes? What it moved since mount,
+ * with these, stays within 1/GC_WEAR_BUDGET_DIV of what applications
+ * wrote since mount.
+ */
+static bool gc_wear_budget(struct zfs *fs, uint32_t zone)
 {
+	return (fs->wear_bytes + fs->m.zones[zone].valid) * GC_WEAR_BUDGET_DIV <=
+	       fs->host_bytes;
+}
+
+int gc_collect(struct zfs *fs, uint32_t want, enum gc_mode mode,
+	       struct alloc_try *t)
+{
+	struct zfs_head *head = mode == GC_WEAR ? &fs->cold : &fs->gc;
 	uint32_t freed = 0;
 	size_t bufsz = ZFS_CHUNK;
 	char *buf;
@@ -192,21 +221,28 @@ int gc_collect(struct zfs *fs, uint32_t want, bool any)
 		return -ENOMEM;
 	pthread_mutex_lock(&fs->gc_lock);
 	while (freed < want) {
-		uint32_t zone = alloc_gc_victim(fs, any);
+		uint32_t zone = alloc_gc_victim(fs, mode, head);
 		struct gc_piece *pieces = NULL;
 		size_t n = 0, i;
 
 		if (zone == ZF_NO_ZONE)
 			break;
+		if (mode == GC_WEAR && !gc_wear_budget(fs, zone)) {
+			alloc_gc_done(fs, zone);
+			break;
+		}
 		pthread_rwlock_rdlock(&fs->meta_lock);
 		ret = gc_pieces(fs, zone, &pieces, &n);
 		pthread_rwlock_unlock(&fs->meta_lock);
-		zlog_debug("zone %u: reclaim moves %zu extents (%" PRIu64 " live bytes)",
-			   zone, n, fs->m.zones[zone].valid);
+		zlog_debug("zone %u: %s moves %zu extents (%" PRIu64 " live bytes)",
+			   zone, mode == GC_WEAR ? "wear leveling" : "reclaim",
+			   n, fs->m.zones[zone].valid);
 		for (i = 0; !ret && i < n; i++)
-			ret = gc_move(fs, &pieces[i], buf, bufsz);
+			ret = gc_move(fs, head, &pieces[i], buf, bufsz, t);
 		free(pieces);
 		alloc_gc_done(fs, zone);
+		if (ret == -EAGAIN)
+			break;
 		if (ret) {
 			zlog_err("%s: reclaim of zone %u failed: %s",
 				 zdev_path(fs->dev), zone, strerror(-ret));
@@ -216,5 +252,15 @@ int gc_collect(struct zfs *fs, uint32_t want, bool any)
 	}
 	pthread_mutex_unlock(&fs->gc_lock);
 	free(buf);
+	if (ret == -EAGAIN && freed)
+		ret = 0;
 	return ret ? ret : (int)freed;
+}
+
+int gc_wear(struct zfs *fs)
+{
+	struct alloc_try t = { 0 };
+	int ret = gc_collect(fs, 1, GC_WEAR, &t);
+
+	return ret == -EAGAIN ? 0 : ret;
 }

@@ -28,8 +28,8 @@
  * chain does not eat the reserve of a small device.
  */
 #define JRNL_ROLL_MAX (8ull << 20)
-/* Tries of a write the device refuses to open a zone for, 1 ms apart. */
-#define JRNL_RETRY_OPEN 1000
+/* Tries again of a write the device refused for a zone limit. */
+#define JRNL_RETRY_LIMIT 3
 
 /* Encode one record at @dst (room checked by the caller); returns bytes. */
 static size_t jrnl_encode(char *dst, uint16_t type, const void *payload,
@@ -73,10 +73,19 @@ static int jrnl_grow(char **buf, size_t *cap, size_t need)
 
 /* ---- writing ----------------------------------------------------------------- */
 
-/* Write @len bytes at @off from @src, padded with zeros to the I/O unit. */
+/*
+ * Write @len bytes at @off from @src, padded with zeros to the I/O unit.
+ * The owner makes room under the device's open limit first (cb->io_begin,
+ * which may wait for another write to end); if the device still refuses
+ * for a zone limit, the owner counts again and the write is tried again,
+ * a few times: after that the device is not doing what it said, and the
+ * journal fails.
+ */
 static int jrnl_write_padded(struct jrnl *j, const void *src, size_t len,
 			     uint64_t off)
 {
+	bool io = j->cb && j->cb->io_begin && j->cb->io_end;
+	uint32_t zone = (uint32_t)(off / j->m->zone_size);
 	const char *p = src;
 	int tries;
 
@@ -87,22 +96,16 @@ static int jrnl_write_padded(struct jrnl *j, const void *src, size_t len,
 
 		memcpy(j->iobuf, p, n);
 		memset(j->iobuf + n, 0, padded - n);
-		ret = zdev_write(j->dev, j->iobuf, padded, off);
-		/*
-		 * Every open zone is busy with a write: the device closes
-		 * one as soon as it can, if the active limit leaves it a slot
-		 * to do that (the allocator keeps one spare, and gives one
-		 * back when asked). Retry, as the data path does: a failed
-		 * journal write turns the file system read-only.
-		 */
-		for (tries = 0; ret == -ETOOMANYREFS && tries < JRNL_RETRY_OPEN;
-		     tries++) {
-			struct timespec ts = { 0, 1000000 };
-
-			if (!j->cb || !j->cb->make_room ||
-			    !j->cb->make_room(j->cb_arg))
-				nanosleep(&ts, NULL);
+		for (tries = 0;; tries++) {
+			if (io)
+				j->cb->io_begin(j->cb_arg, zone);
 			ret = zdev_write(j->dev, j->iobuf, padded, off);
+			if (io)
+				j->cb->io_end(j->cb_arg, zone);
+			if ((ret != -ETOOMANYREFS && ret != -EOVERFLOW) ||
+			    tries == JRNL_RETRY_LIMIT || !j->cb || !j->cb->resync)
+				break;
+			j->cb->resync(j->cb_arg);
 		}
 		if (ret)
 			return ret;
@@ -282,15 +285,24 @@ void jrnl_sb_seal(struct zf_super *sb)
 
 int jrnl_write_anchor(struct jrnl *j)
 {
-	struct zf_anchor a;
+	bool slot = j->cb && j->cb->super_begin && j->cb->super_end;
 	uint32_t szone = le32toh(j->sb.super_zone[j->sz_cur]);
+	struct zm_zone *z = &j->m->zones[szone];
+	struct zf_anchor a;
 	int ret;
 
-	if (j->sz_count >= le32toh(j->sb.anchors_per_zone)) {
-		/* Switch super zones: the other one starts over. */
+	if (slot)
+		j->cb->super_begin(j->cb_arg);
+	/*
+	 * Switch super zones when this one is full of anchors, or finished:
+	 * on a device with few active slots the owner finishes the super
+	 * zone after each anchor (cb->super_end), and the next one resets
+	 * the other and starts over there.
+	 */
+	if (j->sz_count >= le32toh(j->sb.anchors_per_zone) ||
+	    (z->type == ZDEV_ZONE_SEQ && z->wp >= z->start + z->cap)) {
 		uint32_t old = szone;
-		struct zf_super sb = j->sb;
-		struct zm_zone *z;
+		struct zf_super sb;
 
 		j->sz_cur ^= 1;
 		szone = le32toh(j->sb.super_zone[j->sz_cur]);
@@ -298,19 +310,21 @@ int jrnl_write_anchor(struct jrnl *j)
 		if (z->type == ZDEV_ZONE_SEQ) {
 			ret = zdev_reset(j->dev, szone);
 			if (ret)
-				return ret;
+				goto out_slot;
 			z->resets++;
+			z->wp = z->start;
 		}
 		j->sb.sb_gen = htole64(le64toh(j->sb.sb_gen) + 1);
 		sb = j->sb;
 		jrnl_sb_seal(&sb);
 		ret = jrnl_write_sb(j, &sb, z->start);
 		if (ret)
-			return ret;
+			goto out_slot;
+		z->wp = z->start + ZF_SB_UNIT;
 		j->sz_wpos = z->start + ZF_SB_UNIT;
 		j->sz_count = 0;
 		if (j->m->zones[old].type == ZDEV_ZONE_SEQ)
-			zdev_finish(j->dev, old);
+			jrnl_finish_zone(j, old);
 	}
 	memset(&a, 0, sizeof(a));
 	a.magic = htole32(ZF_ANCHOR_MAGIC);
@@ -322,15 +336,18 @@ int jrnl_write_anchor(struct jrnl *j)
 	a.crc = htole32(crc32c(0, &a, sizeof(a)));
 	ret = jrnl_write_padded(j, &a, sizeof(a), j->sz_wpos);
 	if (ret)
-		return ret;
+		goto out_slot;
 	ret = zdev_flush(j->dev);
 	if (ret)
-		return ret;
-	j->m->zones[szone].wp = j->sz_wpos + j->bs;
+		goto out_slot;
+	z->wp = j->sz_wpos + j->bs;
 	j->sz_wpos += j->bs;
 	j->sz_count++;
 	j->anchor_seq++;
-	return 0;
+out_slot:
+	if (slot)
+		j->cb->super_end(j->cb_arg, szone);
+	return ret;
 }
 
 /* ---- snapshots ------------------------------------------------------------- */
@@ -398,6 +415,13 @@ static int jrnl_do_roll(struct jrnl *j)
 	old = j->chain;
 	j->chain = NULL;
 	j->chain_len = j->chain_cap = 0;
+	/*
+	 * Nothing is appended to the old chain any more: its last zone gives
+	 * its active slot to the new chain's first (a device may have only
+	 * one for the journal). It stays readable, and named by the anchor,
+	 * until the new anchor is durable.
+	 */
+	jrnl_finish_zone(j, old[old_len - 1]);
 	ret = jrnl_alloc_zone(j, &head);
 	if (ret)
 		goto out_restore;
@@ -486,9 +510,9 @@ static uint64_t jrnl_roll_min(struct jrnl *j)
  */
 static int jrnl_commit_once(struct jrnl *j)
 {
+	uint64_t upto, written = j->meta_bytes;
 	char *batch = NULL;
 	size_t len, cap;
-	uint64_t upto;
 	int ret;
 
 	pthread_mutex_lock(&j->lock);
@@ -507,7 +531,13 @@ static int jrnl_commit_once(struct jrnl *j)
 		ret = zdev_flush(j->dev);
 	if (ret)
 		goto out;
-	j->log_bytes += len;
+	/*
+	 * The room the log takes in its zones, not its records' bytes: each
+	 * commit pads to a block, and an fsync per 4 KiB file made the log
+	 * 20 times its records' size, until the chain held 11 of 32 zones
+	 * and small files met ENOSPC at half the capacity.
+	 */
+	j->log_bytes += j->meta_bytes - written;
 	j->commits++;
 	pthread_mutex_lock(&j->lock);
 	if (!j->need_roll && upto > j->durable_seq)

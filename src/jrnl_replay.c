@@ -525,6 +525,22 @@ static int jrnl_apply_rec(struct jrnl_replayer *s, uint16_t type, const char *p,
 }
 
 /*
+ * The room the log takes in the chain's zones (what the committer counts
+ * to decide when to roll, jrnl_commit_once()): the chain's zones up to
+ * @end in the last one, less the snapshot at its head.
+ */
+static uint64_t jrnl_replay_log_room(struct jrnl *j, uint64_t end)
+{
+	const struct zm_zone *last = &j->m->zones[j->chain[j->chain_len - 1]];
+	uint64_t used = ZF_ROUND_UP(end - last->start, (uint64_t)j->bs);
+	uint32_t i;
+
+	for (i = 0; i + 1 < j->chain_len; i++)
+		used += j->m->zones[j->chain[i]].cap;
+	return used > j->snap_bytes ? used - j->snap_bytes : 0;
+}
+
+/*
  * The log ended. Say why, and tell a torn tail from damage in the middle:
  * when the reader stopped short of the zone's data, look past the bad
  * record for later ones of this chain (jrnl_scan_beyond()).
@@ -634,7 +650,7 @@ static int jrnl_replay(struct jrnl *j, const struct zf_anchor *a, bool salvage,
 	j->durable_seq = s.expect - 1;
 	j->snap_seq = le64toh(a->snap_seq);
 	j->snap_bytes = info->snap_bytes;
-	j->log_bytes = info->log_bytes;
+	j->log_bytes = jrnl_replay_log_room(j, s.good_end);
 	j->need_roll = !info->clean;
 	ret = 0;
 	goto out_free;

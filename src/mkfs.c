@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "zfs_i.h"
 #include "zonefuse/jrnl.h"
 #include "zonefuse/util.h"
 #include "zonefuse/zfs.h"
@@ -82,6 +83,9 @@ int zfs_mkfs(const char *path, const struct zfs_mkfs_opts *o,
 	if (ret)
 		return ret;
 	g = zdev_geom(dev);
+	ret = alloc_check_limits(dev, err, errlen);
+	if (ret)
+		goto out_close;
 	ret = jrnl_read_super(dev, &sb, e2, sizeof(e2));
 	if (ret != -EMEDIUMTYPE && !o->force) {
 		zutil_err(err, errlen,

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * The file system core: the namespace (lookup, create, link, remove,
- * rename), attributes and permissions, and the inodes' runtime state.
+ * rename), attributes and permissions.
  * Open files, data and directories are in zfs_file.c, extended
  * attributes in zfs_xattr.c, statfs and the stats in zfs_stats.c, mount,
  * unmount and the background thread in zfs_mount.c. The data path is in
- * data.c, zones and space in alloc.c.
+ * data.c (which also keeps the inodes' runtime state), zones and space
+ * in alloc.c and the space policy in space.c; the record operation,
+ * rec_log(), in rec.c.
  *
  * Every change follows one pattern: check (permissions, errnos) under the
- * locks, build the journal record, then zfs_log() it, which applies it to
+ * locks, build the journal record, then rec_log() it, which applies it to
  * the in-memory metadata with zm_apply() and appends it to the journal.
  * The permission and attribute rules are ext4's (fs/attr.c, fs/namei.c):
  * users compare.
@@ -24,84 +26,12 @@
 #include "zfs_i.h"
 #include "zonefuse/util.h"
 
-int64_t zfs_now(void)
-{
-	return zutil_now_real_ns();
-}
-
-void zfs_fail(struct zfs *fs, int err, const char *what)
-{
-	int expected = 0;
-
-	if (atomic_compare_exchange_strong(&fs->error, &expected, err ? err : -EIO))
-		zlog_err("%s: %s failed (%s): the file system is now read-only; unmount it and run `zonefuse fsck %s`",
-			 zdev_path(fs->dev), what, strerror(err ? -err : EIO),
-			 zdev_path(fs->dev));
-}
-
-int zfs_check_writable(struct zfs *fs)
-{
-	if (fs->rdonly || fs->error)
-		return -EROFS;
-	return 0;
-}
-
-int zfs_log(struct zfs *fs, uint16_t type, const void *rec, uint32_t len)
-{
-	char why[200] = "";
-	uint64_t seq;
-	int ret;
-
-	ret = zfs_check_writable(fs);
-	if (ret)
-		return ret;
-	pthread_mutex_lock(&fs->alloc_lock);
-	seq = jrnl_last_seq(fs->j) + 1;
-	ret = zm_apply(&fs->m, type, rec, len, seq, why, sizeof(why));
-	if (ret) {
-		pthread_mutex_unlock(&fs->alloc_lock);
-		if (ret != -ENOMEM) {
-			zlog_err("%s: internal error: record type %u refused: %s",
-				 zdev_path(fs->dev), type, why);
-			zfs_fail(fs, -EIO, "a metadata update");
-			return -EIO;
-		}
-		return ret;
-	}
-	ret = jrnl_append(fs->j, type, rec, len, NULL);
-	pthread_mutex_unlock(&fs->alloc_lock);
-	if (ret) {
-		/* Applied but not logged: the state is ahead of the log. */
-		zfs_fail(fs, ret, "appending to the metadata journal");
-		return -EIO;
-	}
-	return 0;
-}
-
 struct zdev *zfs_dev(struct zfs *fs)
 {
 	return fs->dev;
 }
 
 /* ---- runtime state of inodes --------------------------------------------------- */
-
-struct zfs_rt *zfs_rt_get(struct zfs *fs, struct zm_inode *in)
-{
-	struct zfs_rt *rt = in->rt;
-
-	(void)fs;
-	if (rt)
-		return rt;
-	rt = calloc(1, sizeof(*rt));
-	if (!rt)
-		return NULL;
-	pthread_rwlock_init(&rt->lock, NULL);
-	pthread_cond_init(&rt->wb_done, NULL);
-	rt->ino = in->ino;
-	rt->inode = in;
-	in->rt = rt;
-	return rt;
-}
 
 /*
  * The caching of a handle about to be opened on @in (zfs.h, ZFS_OPEN_*),
@@ -137,41 +67,6 @@ static bool zfs_rt_idle(struct zfs *fs, struct zfs_rt *rt)
 	       !rt->wb_queued && !rt->wb_busy && !rt->dirty && !rt->head;
 	pthread_mutex_unlock(&fs->wb_lock);
 	return idle;
-}
-
-void zfs_rt_free(struct zm_inode *in)
-{
-	struct zfs_rt *rt = in->rt;
-
-	if (!rt)
-		return;
-	pthread_rwlock_destroy(&rt->lock);
-	pthread_cond_destroy(&rt->wb_done);
-	free(rt);
-	in->rt = NULL;
-}
-
-/*
- * An unlinked inode that neither the kernel nor an open file uses is freed,
- * and the INODE_FREE record says so (replay frees it at its last unlink).
- */
-void zfs_inode_maybe_free(struct zfs *fs, struct zm_inode *in)
-{
-	struct zf_rec_ino rec;
-	struct zfs_rt *rt = in->rt;
-
-	if (in->nlink || zm_inode_busy(in) || in->ino == ZF_ROOT_INO)
-		return;
-	data_lost_forget(fs, in->ino);
-	if (rt) {
-		data_rt_free(fs, rt);
-		zfs_rt_free(in);
-	}
-	rec.ino = htole64(in->ino);
-	if (zfs_log(fs, ZF_REC_INODE_FREE, &rec, sizeof(rec)) &&
-	    !zfs_check_writable(fs))
-		zlog_err("%s: freeing inode %" PRIu64 " failed",
-			 zdev_path(fs->dev), in->ino);
 }
 
 /* ---- attributes ------------------------------------------------------------------ */
@@ -376,9 +271,9 @@ void zfs_forget(struct zfs *fs, uint64_t ino, uint64_t nlookup)
 	in = zm_iget(&fs->m, ino);
 	if (in && !zm_inode_busy(in)) {
 		if (!in->nlink)
-			zfs_inode_maybe_free(fs, in);
+			data_inode_maybe_free(fs, in);
 		else if (in->rt && zfs_rt_idle(fs, in->rt))
-			zfs_rt_free(in);
+			data_rt_destroy(in);
 	}
 	pthread_rwlock_unlock(&fs->meta_lock);
 }
@@ -477,10 +372,10 @@ int zfs_setattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 	struct zm_inode *in;
 	struct zfs_rt *rt = NULL;
 	uint32_t valid = ZF_ATTR_CTIME, mode;
-	int64_t now = zfs_now();
+	int64_t now = zutil_now_real_ns();
 	int ret;
 
-	ret = zfs_check_writable(fs);
+	ret = rec_writable(fs);
 	if (ret)
 		return ret;
 	pthread_rwlock_wrlock(&fs->meta_lock);
@@ -493,7 +388,7 @@ int zfs_setattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 	if (ret)
 		goto out_unlock;
 	if (set & ZFS_SET_SIZE) {
-		rt = zfs_rt_get(fs, in);
+		rt = data_rt_get(fs, in);
 		if (!rt) {
 			ret = -ENOMEM;
 			goto out_unlock;
@@ -573,7 +468,7 @@ int zfs_setattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 		if (!a->st_size && in->size)
 			rt->seal_on_close = true;
 	}
-	ret = zfs_log(fs, ZF_REC_SETATTR, &rec, sizeof(rec));
+	ret = rec_log(fs, ZF_REC_SETATTR, &rec, sizeof(rec));
 	if (rt)
 		pthread_rwlock_unlock(&rt->lock);
 	if (!ret)
@@ -598,7 +493,7 @@ static int zfs_make(struct zfs *fs, const struct zfs_ctx *ctx,
 	size_t tlen = target ? strlen(target) : 0;
 	char buf[sizeof(struct zf_rec_create) + ZF_NAME_MAX + ZF_SYMLINK_MAX];
 	struct zf_rec_create *rec = (void *)buf;
-	int64_t now = zfs_now();
+	int64_t now = zutil_now_real_ns();
 	uint32_t gid = ctx ? ctx->gid : 0;
 	uint64_t ino;
 	int ret;
@@ -635,7 +530,7 @@ static int zfs_make(struct zfs *fs, const struct zfs_ctx *ctx,
 	memcpy(rec + 1, name, len);
 	if (tlen)
 		memcpy((char *)(rec + 1) + len, target, tlen);
-	ret = zfs_log(fs, ZF_REC_CREATE, rec,
+	ret = rec_log(fs, ZF_REC_CREATE, rec,
 		      (uint32_t)(sizeof(*rec) + len + tlen));
 	if (ret)
 		return ret;
@@ -660,7 +555,7 @@ static int zfs_create_common(struct zfs *fs, const struct zfs_ctx *ctx,
 	ret = zfs_check_name(name, &len);
 	if (ret)
 		return ret;
-	ret = zfs_check_writable(fs);
+	ret = rec_writable(fs);
 	if (ret)
 		return ret;
 	pthread_rwlock_wrlock(&fs->meta_lock);
@@ -685,7 +580,7 @@ static int zfs_create_common(struct zfs *fs, const struct zfs_ctx *ctx,
 	if (ret)
 		goto out_unlock;
 	if (open) {
-		struct zfs_rt *rt = zfs_rt_get(fs, in);
+		struct zfs_rt *rt = data_rt_get(fs, in);
 
 		if (!rt) {
 			/* The file exists but cannot be opened. */
@@ -774,7 +669,7 @@ int zfs_link(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 	ret = zfs_check_name(newname, &len);
 	if (ret)
 		return ret;
-	ret = zfs_check_writable(fs);
+	ret = rec_writable(fs);
 	if (ret)
 		return ret;
 	pthread_rwlock_wrlock(&fs->meta_lock);
@@ -808,10 +703,10 @@ int zfs_link(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 	memset(rec, 0, sizeof(*rec));
 	rec->parent = htole64(newparent);
 	rec->ino = htole64(ino);
-	rec->time = (int64_t)htole64((uint64_t)zfs_now());
+	rec->time = (int64_t)htole64((uint64_t)zutil_now_real_ns());
 	rec->name_len = htole16((uint16_t)len);
 	memcpy(rec + 1, newname, len);
-	ret = zfs_log(fs, ZF_REC_LINK, rec, (uint32_t)(sizeof(*rec) + len));
+	ret = rec_log(fs, ZF_REC_LINK, rec, (uint32_t)(sizeof(*rec) + len));
 	if (ret)
 		goto out_unlock;
 	__atomic_add_fetch(&in->nlookup, 1, __ATOMIC_RELAXED);
@@ -841,7 +736,7 @@ static void zfs_last_link(struct zfs *fs, struct zm_inode *in)
 		data_lost_forget(fs, in->ino);
 	if (in->rt && !zm_inode_busy(in)) {
 		data_rt_free(fs, in->rt);
-		zfs_rt_free(in);
+		data_rt_destroy(in);
 	}
 }
 
@@ -858,7 +753,7 @@ static int zfs_remove(struct zfs *fs, const struct zfs_ctx *ctx,
 	ret = zfs_check_name(name, &len);
 	if (ret)
 		return ret;
-	ret = zfs_check_writable(fs);
+	ret = rec_writable(fs);
 	if (ret)
 		return ret;
 	pthread_rwlock_wrlock(&fs->meta_lock);
@@ -899,11 +794,11 @@ static int zfs_remove(struct zfs *fs, const struct zfs_ctx *ctx,
 	memset(rec, 0, sizeof(*rec));
 	rec->parent = htole64(parent);
 	rec->ino = htole64(in->ino);
-	rec->time = (int64_t)htole64((uint64_t)zfs_now());
+	rec->time = (int64_t)htole64((uint64_t)zutil_now_real_ns());
 	rec->name_len = htole16((uint16_t)len);
 	memcpy(rec + 1, name, len);
 	zfs_last_link(fs, in);
-	ret = zfs_log(fs, ZF_REC_UNLINK, rec, (uint32_t)(sizeof(*rec) + len));
+	ret = rec_log(fs, ZF_REC_UNLINK, rec, (uint32_t)(sizeof(*rec) + len));
 out_unlock:
 	pthread_rwlock_unlock(&fs->meta_lock);
 	return ret;
@@ -977,7 +872,7 @@ static int zfs_rename_flush(struct zfs *fs, uint64_t parent, const char *name,
 	pthread_rwlock_wrlock(&fs->meta_lock);
 	__atomic_sub_fetch(&in->npin, 1, __ATOMIC_RELAXED);
 	if (!in->nlink && !zm_inode_busy(in))
-		zfs_inode_maybe_free(fs, in); /* unlinked meanwhile */
+		data_inode_maybe_free(fs, in); /* unlinked meanwhile */
 	pthread_rwlock_unlock(&fs->meta_lock);
 	return ret;
 }
@@ -1001,7 +896,7 @@ int zfs_rename(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t parent,
 		ret = zfs_check_name(newname, &dlen);
 	if (ret)
 		return ret;
-	ret = zfs_check_writable(fs);
+	ret = rec_writable(fs);
 	if (!ret && !(flags & ZFS_RENAME_NOREPLACE))
 		ret = zfs_rename_flush(fs, parent, name, newparent, newname);
 	if (ret)
@@ -1083,7 +978,7 @@ int zfs_rename(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t parent,
 	rec->dst_parent = htole64(newparent);
 	rec->ino = htole64(in->ino);
 	rec->victim = htole64(victim ? victim->ino : 0);
-	rec->time = (int64_t)htole64((uint64_t)zfs_now());
+	rec->time = (int64_t)htole64((uint64_t)zutil_now_real_ns());
 	rec->flags = htole32(((flags & ZFS_RENAME_NOREPLACE) ?
 				      ZF_RENAME_NOREPLACE :
 				      0) |
@@ -1096,7 +991,7 @@ int zfs_rename(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t parent,
 	memcpy((char *)(rec + 1) + slen, newname, dlen);
 	if (victim && !(flags & ZFS_RENAME_EXCHANGE))
 		zfs_last_link(fs, victim);
-	ret = zfs_log(fs, ZF_REC_RENAME, rec,
+	ret = rec_log(fs, ZF_REC_RENAME, rec,
 		      (uint32_t)(sizeof(*rec) + slen + dlen));
 out_unlock:
 	pthread_rwlock_unlock(&fs->meta_lock);

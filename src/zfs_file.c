@@ -36,7 +36,7 @@ int zfs_open(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 		mask |= W_OK;
 	if ((flags & O_TRUNC) && acc == O_RDONLY)
 		mask |= W_OK;
-	if ((mask & W_OK) && (ret = zfs_check_writable(fs)))
+	if ((mask & W_OK) && (ret = rec_writable(fs)))
 		return ret;
 	pthread_rwlock_wrlock(&fs->meta_lock);
 	in = zm_iget(&fs->m, ino);
@@ -51,7 +51,7 @@ int zfs_open(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 	ret = zfs_perm(ctx, in, mask);
 	if (ret)
 		goto out_unlock;
-	rt = zfs_rt_get(fs, in);
+	rt = data_rt_get(fs, in);
 	if (!rt) {
 		ret = -ENOMEM;
 		goto out_unlock;
@@ -105,7 +105,7 @@ int zfs_release(struct zfs *fs, uint64_t ino, unsigned int cache)
 	else if (rt && data_close_inode(fs, rt))
 		claimed = rt; /* pinned: outlives meta_lock */
 	if (in && !zm_inode_busy(in) && !in->nlink) {
-		zfs_inode_maybe_free(fs, in);
+		data_inode_maybe_free(fs, in);
 		rt = NULL;
 	}
 	/* The last close of a large file gives its zone back. */
@@ -130,13 +130,13 @@ static bool zfs_atime_due(struct zfs *fs, const struct zm_inode *in)
 {
 	return !fs->rdonly && !fs->error &&
 	       (in->atime < in->mtime || in->atime < in->ctime ||
-		zfs_now() - in->atime >= ZFS_DAY_NS);
+		zutil_now_real_ns() - in->atime >= ZFS_DAY_NS);
 }
 
 /* meta_lock held exclusive. */
 static void zfs_touch_atime(struct zfs *fs, struct zm_inode *in)
 {
-	int64_t now = zfs_now();
+	int64_t now = zutil_now_real_ns();
 	struct zf_rec_setattr rec;
 
 	if (!zfs_atime_due(fs, in))
@@ -145,7 +145,7 @@ static void zfs_touch_atime(struct zfs *fs, struct zm_inode *in)
 	rec.attr.atime = (int64_t)htole64((uint64_t)now);
 	rec.valid = htole32(ZF_ATTR_ATIME);
 	rec.reserved = 0;
-	zfs_log(fs, ZF_REC_SETATTR, &rec, sizeof(rec));
+	rec_log(fs, ZF_REC_SETATTR, &rec, sizeof(rec));
 }
 
 void *zfs_read_buf(struct zfs *fs, size_t size)
@@ -202,14 +202,14 @@ ssize_t zfs_write(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 
 	if (off < 0)
 		return -EINVAL;
-	ret = zfs_check_writable(fs);
+	ret = rec_writable(fs);
 	if (ret)
 		return ret;
 	if (!size)
 		return 0;
 	/* Space and memory first, with no lock held: they may wait. */
 	data_throttle(fs);
-	ret = alloc_reserve(fs, ZF_ROUND_UP(size, (uint64_t)fs->bs) + 2 * fs->bs);
+	ret = space_reserve(fs, ZF_ROUND_UP(size, (uint64_t)fs->bs) + 2 * fs->bs);
 	if (ret)
 		return ret;
 	pthread_rwlock_rdlock(&fs->meta_lock);
@@ -235,7 +235,7 @@ ssize_t zfs_write(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 				rec.attr.mode = htole32(mode);
 				rec.valid = htole32(ZF_ATTR_MODE);
 				rec.reserved = 0;
-				ret = zfs_log(fs, ZF_REC_SETATTR, &rec,
+				ret = rec_log(fs, ZF_REC_SETATTR, &rec,
 					      sizeof(rec));
 			}
 			if (!ret)

@@ -121,31 +121,54 @@ struct zfs_rt {
 /*
  * Streams of data with different lifetimes, kept in different zones so
  * that zones die whole: large files (one head each), small new files,
- * rewritten data (small files rewritten in place, overwrites), and what
- * reclaim copies (cold: it has already outlived its zone-mates).
+ * rewritten data (small files rewritten in place, overwrites), what
+ * reclaim copies (cold: it has already outlived its zone-mates), and what
+ * wear leveling moves (the coldest: data that never died).
  */
 enum zfs_head_kind {
 	ZFS_HEAD_SMALL,	  /* small files and tails, shared */
 	ZFS_HEAD_PRIVATE, /* one large file's own zones */
 	ZFS_HEAD_HOT,	  /* rewritten data, shared */
 	ZFS_HEAD_GC,	  /* data moved by reclaim */
+	ZFS_HEAD_COLD,	  /* data moved by wear leveling (gc.c) */
 };
 
-/* A write head: an open zone that data is appended to. */
+/*
+ * A write head: the zone data of one stream is appended to. Heads do not
+ * own zones for good: when zones or active slots run short another head
+ * takes over the zone of one that is not writing (alloc.c).
+ */
 struct zfs_head {
-	pthread_mutex_t lock; /* held across the device write */
+	pthread_mutex_t lock; /* held across the device write; zone is
+				 changed with it and alloc_lock held */
 	uint32_t zone;	      /* ZF_NO_ZONE: take one on the next write */
 	enum zfs_head_kind kind;
 	uint64_t group;	      /* placement group (private heads) */
 	struct zfs_head *next; /* in zfs.heads, under alloc_lock */
 };
 
-/* Zone flags (zm_zone.flags), under alloc_lock. */
+/* Zone roles (zm_zone.flags), under alloc_lock. */
 #define ZFS_ZF_HEAD (1u << 0)	/* a head's current zone */
 #define ZFS_ZF_PARKED (1u << 1) /* partly written, no head: reusable by
-				   its group (zm_zone.owner) */
+				   its group (zm_zone.owner), or by anyone
+				   when zones or slots run short */
 #define ZFS_ZF_RESETQ (1u << 2) /* queued for reset */
 #define ZFS_ZF_GC (1u << 3)	/* being emptied by reclaim */
+
+/*
+ * What the allocator counts per zone against the device's limits, apart
+ * from the zone's role: protected by alloc_lock. alloc_settle() is the one
+ * place that turns a zone's state into these counts.
+ */
+struct zfs_zone_acct {
+	bool active;	/* a data zone counted in zfs.nr_active */
+	bool open;	/* open on the device: counted in zfs.nr_open */
+	bool io;	/* a write to it is in flight: not to be closed */
+	uint64_t waste;	/* room a finish skipped while the zone held live
+			   data: not usable until the zone is reset */
+	uint64_t wr_epoch; /* zfs.resets_done when it was last written:
+			      wear leveling's measure of cold data */
+};
 
 struct zfs {
 	struct zdev *dev;
@@ -158,15 +181,31 @@ struct zfs {
 
 	pthread_rwlock_t meta_lock;
 
-	/* Allocator state: protected by alloc_lock. */
+	/*
+	 * Allocator state: protected by alloc_lock. alloc_lock also orders
+	 * every metadata record: rec_log() applies and appends under it, so
+	 * that records reach the journal in the order they were applied.
+	 */
 	pthread_mutex_t alloc_lock;
-	pthread_cond_t alloc_cv; /* a zone was reset or space freed */
+	pthread_cond_t alloc_cv; /* event moved (alloc_event()) */
+	uint64_t event;		/* bumped when something a waiter may want
+				   frees: a write ends, a zone fills, is
+				   finished, reset or taken over, space is
+				   unreserved */
 	struct zfs_head *heads; /* private heads */
 	struct zfs_head small;	/* the shared heads */
 	struct zfs_head hot;
 	struct zfs_head gc;
-	uint32_t nr_active;	/* zones we hold open or closed */
-	uint32_t max_active;	/* what we allow ourselves */
+	struct zfs_head cold;
+	struct zfs_zone_acct *acct; /* per zone */
+	uint32_t nr_active;	/* data zones counted active (acct.active) */
+	uint32_t max_active;	/* the device's active limit, 0: none */
+	uint32_t nr_open;	/* zones counted open (acct.open) */
+	uint32_t max_open;	/* the device's open limit, 0: none */
+	bool super_slot;	/* the live super zone keeps an active slot
+				   for good (enough slots); else it takes one
+				   only while an anchor is written */
+	bool super_busy;	/* an anchor is being written */
 	uint32_t *resetq;	/* dead zones waiting for their reset */
 	uint32_t nr_resetq;
 	uint64_t reserved;	/* bytes staged, promised to writers */
@@ -174,6 +213,9 @@ struct zfs {
 	_Atomic uint64_t snap_bytes; /* size of the last journal snapshot */
 	uint64_t pending_total;	/* sum of zm_zone.pending */
 	uint64_t copy_pending;	/* reclaim's part of pending_total */
+	uint64_t waste_total;	/* sum of acct.waste */
+	uint64_t resets_done;	/* zone resets since mount */
+	uint32_t nr_gc_victims;	/* zones flagged ZFS_ZF_GC */
 	uint64_t usable_cap;	/* capacity of zones data may use ... */
 	uint64_t max_zcap;	/* ... and the largest zone capacity */
 	bool cap_dirty;		/* zone states changed: recount those */
@@ -207,6 +249,14 @@ struct zfs {
 
 	/* Reclaim: one collector at a time. Lock order: before meta_lock. */
 	pthread_mutex_t gc_lock;
+	_Atomic uint64_t wear_bytes; /* bytes wear leveling moved (gc_bytes
+					counts them too) */
+	/*
+	 * Write out every staged chunk and wait for it (data_flush_all(),
+	 * set by data_init()): the space check's way to let staged
+	 * overwrites give their old bytes back (space.c).
+	 */
+	int (*flush_staged)(struct zfs *fs);
 	/*
 	 * Free zones are low: gc_wanted() as the background thread last saw
 	 * it, or a data write met ENOSPC since. Closes then leave their data
@@ -244,22 +294,29 @@ struct zfs {
 	uint32_t cap_lost;
 };
 
-/* ---- zfs.c ---------------------------------------------------------------- */
+/* ---- rec.c: the record operation ---------------------------------------- */
 
 /*
- * Apply a record and append it to the journal. The caller holds meta_lock
- * and the locks the record's inodes need.
+ * Apply a record (zm_apply()) and append it to the journal, in one step
+ * under alloc_lock. The caller holds meta_lock and the locks the record's
+ * inodes need. 0; -EROFS on a read-only or failed file system; -ENOMEM
+ * with nothing changed; -EIO when the record does not apply (a bug) or
+ * was applied but could not be appended: both make the file system
+ * read-only (rec_fail()).
  */
-int zfs_log(struct zfs *fs, uint16_t type, const void *rec, uint32_t len);
-/* Record the first metadata failure and turn read-only. */
-void zfs_fail(struct zfs *fs, int err, const char *what);
-int zfs_check_writable(struct zfs *fs);
-int64_t zfs_now(void);
+int rec_log(struct zfs *fs, uint16_t type, const void *rec, uint32_t len);
+/* Record the first metadata failure (sticky), say so, turn read-only. */
+void rec_fail(struct zfs *fs, int err, const char *what);
+/* 0, or -EROFS on a read-only mount or after a failure. */
+int rec_writable(struct zfs *fs);
+/* Journal callbacks (space_jrnl_cb): a snapshot, durability, failure. */
+int rec_snapshot(void *arg, zm_emit_fn emit, void *emit_arg);
+void rec_durable(void *arg, uint64_t seq);
+void rec_jrnl_failed(void *arg, int err);
+
+/* ---- zfs.c ---------------------------------------------------------------- */
+
 void zfs_fill_stat(struct zfs *fs, const struct zm_inode *in, struct stat *st);
-/* The inode's runtime state, created on first use (meta_lock held). */
-struct zfs_rt *zfs_rt_get(struct zfs *fs, struct zm_inode *in);
-/* Free an unlinked inode nobody uses any more (meta_lock exclusive). */
-void zfs_inode_maybe_free(struct zfs *fs, struct zm_inode *in);
 
 /* ---- zfs.c helpers shared by zfs_*.c ------------------------------------- */
 
@@ -267,8 +324,6 @@ void zfs_inode_maybe_free(struct zfs *fs, struct zm_inode *in);
 #define ZFS_MAX_FILE_SIZE (1ull << 50)
 /* ZFS_OPEN_* for an open of @in with access @acc (meta_lock exclusive). */
 unsigned int zfs_cache_mode(struct zm_inode *in, struct zfs_rt *rt, int acc);
-/* Free @in->rt once emptied (data_rt_free()); meta_lock exclusive or alone. */
-void zfs_rt_free(struct zm_inode *in);
 /* 0 if @ctx (NULL: the file system) may access @in for @mask, or -EACCES. */
 int zfs_perm(const struct zfs_ctx *ctx, const struct zm_inode *in, int mask);
 /* @in's attributes as a record's zf_dattr, little-endian. */
@@ -280,6 +335,15 @@ uint32_t zfs_kill_suid(const struct zfs_ctx *ctx, uint32_t mode);
 
 /* ---- data.c --------------------------------------------------------------- */
 
+/* The inode's runtime state, created on first use (meta_lock held). */
+struct zfs_rt *data_rt_get(struct zfs *fs, struct zm_inode *in);
+/* Free @in->rt once emptied (data_rt_free()); meta_lock exclusive or alone. */
+void data_rt_destroy(struct zm_inode *in);
+/*
+ * Free an unlinked inode nobody uses any more, with its INODE_FREE record
+ * (meta_lock exclusive).
+ */
+void data_inode_maybe_free(struct zfs *fs, struct zm_inode *in);
 int data_init(struct zfs *fs);
 /* Stop the writeback threads (after data_flush_all()). */
 void data_stop(struct zfs *fs);
@@ -347,44 +411,71 @@ static inline uint64_t data_vsize(const struct zm_inode *in)
 	return rt && rt->vsize > in->size ? rt->vsize : in->size;
 }
 
-/* ---- gc.c ------------------------------------------------------------------ */
+/* ---- alloc*.c: zones, slots, heads and space; nothing here waits -------- */
 
-/*
- * Move the live data out of mostly-dead zones until @want zones more are
- * free (or nothing is worth moving). With @any, for a writer with admitted
- * data and nowhere to put it, a zone with a block to gain is worth moving
- * (alloc_gc_victim()). Returns the zones freed, or an errno. Call with no
- * file system lock held.
- */
-int gc_collect(struct zfs *fs, uint32_t want, bool any);
-/* Should the background thread collect? (free zones under the mark) */
-bool gc_wanted(struct zfs *fs);
+/* What an allocation that cannot be done now lacks (alloc_* -EAGAIN). */
+enum alloc_need {
+	ALLOC_NEED_NONE,
+	ALLOC_NEED_SLOT,    /* every active slot is held by a zone being
+			       written (or to be: none is idle) */
+	ALLOC_NEED_OPEN,    /* every open zone has a write in flight */
+	ALLOC_NEED_COMMIT,  /* the free zones wait for the record that freed
+			       them to be durable */
+	ALLOC_NEED_RECLAIM, /* no free zone and no room: space is in dead
+			       bytes, for reclaim to give back */
+	ALLOC_NEED_FLUSH,   /* (write()'s check) staged data holds the space */
+};
 
-/* ---- alloc.c -------------------------------------------------------------- */
+struct alloc_try {
+	enum alloc_need need; /* what is missing */
+	uint64_t event;	      /* zfs.event then: wait for a later one */
+};
 
 /* Classify zones after replay; reset dead ones. */
 int alloc_init(struct zfs *fs);
 void alloc_destroy(struct zfs *fs);
 /*
- * Write @len bytes (aligned) from @buf through @head; may use several
- * zones: *@done gets the bytes written (all but on error), *@addr where
- * the first of them landed. Writes stop at a zone end: the caller calls
- * again for the rest.
+ * Can zonefuse work within @g's limits? 0, or -ENOTSUP with the limit and
+ * the minimum in @err (mkfs and mount refuse such a device).
+ */
+int alloc_check_limits(struct zdev *dev, char *err, size_t errlen);
+/*
+ * Write @len bytes (aligned) from @buf through @head, into its zone (or
+ * one it takes, alloc.c says how): *@done bytes went at *@addr; a write
+ * stops at a zone's end, the caller calls again for the rest. 0; -EAGAIN
+ * when no zone can be had now (@t says what is missing: space.c decides);
+ * or the device's errno once the zone was retired.
  */
 int alloc_head_write(struct zfs *fs, struct zfs_head *head, const void *buf,
-		     size_t len, uint64_t *addr, size_t *done);
+		     size_t len, uint64_t *addr, size_t *done,
+		     struct alloc_try *t);
+/*
+ * Wait until zfs.event moves past @t->event, at most @ms: true if it did.
+ * With no lock held.
+ */
+bool alloc_wait(struct zfs *fs, const struct alloc_try *t, unsigned int ms);
 /*
  * The @len bytes written at @addr (by alloc_head_write()) are now named by
  * an applied record, or will never be: they stop keeping their zone alive.
- * @copy: reclaim wrote them (through the gc head).
+ * @copy: reclaim wrote them (through the gc or cold head).
  */
 void alloc_landed(struct zfs *fs, uint64_t addr, uint64_t len, bool copy);
 struct zfs_head *alloc_private_head(struct zfs *fs, uint64_t group);
 void alloc_put_head(struct zfs *fs, struct zfs_head *head);
-/* Reserve @len bytes of space for staged data: -ENOSPC when full. */
-int alloc_reserve(struct zfs *fs, uint64_t len);
+/*
+ * Reserve @len bytes of space for staged data. 0; -EAGAIN when space may
+ * come back (@t: COMMIT, dead zones wait; FLUSH, staged data may free
+ * some); -ENOSPC when the live data fills the usable space.
+ */
+int alloc_reserve(struct zfs *fs, uint64_t len, struct alloc_try *t);
 void alloc_unreserve(struct zfs *fs, uint64_t len);
+/* A chunk's reservation went from @before to @after bytes. */
+void alloc_restage(struct zfs *fs, uint64_t before, uint64_t after);
 void alloc_zone_dead(void *arg, uint32_t zone, uint64_t seq);
+/*
+ * Reset the queued dead zones whose freeing record is durable, each with
+ * its ZONE_RESET record. Returns how many, or an errno.
+ */
 int alloc_reclaim(struct zfs *fs);
 /*
  * At unmount, once nothing writes: heads let go of their zones, and those
@@ -393,16 +484,143 @@ int alloc_reclaim(struct zfs *fs);
 void alloc_release_heads(struct zfs *fs);
 void alloc_space(struct zfs *fs, uint64_t *capacity, uint64_t *free,
 		 uint64_t *used, uint64_t *reclaimable);
-/* Free zones (empty or dead, ready for a reset), and the margin kept. */
+/* Free zones (empty or dead, ready for a reset), and data's floor. */
 uint32_t alloc_free_zones(struct zfs *fs, uint32_t *floor);
+
+/* How reclaim picks its victim (alloc_gc_victim()). */
+enum gc_mode {
+	GC_COST_BENEFIT, /* background: worth its copy (1/16 dead or more) */
+	GC_GREEDY,	 /* a writer with nowhere to go: the most dead bytes */
+	GC_WEAR,	 /* wear leveling: the least-worn zone holding data */
+};
+
 /*
- * Pick the zone reclaim should empty next (cost-benefit: dead space and
- * age against the live bytes to copy), or ZF_NO_ZONE. It is flagged so
- * that nothing else takes it. With @any, the zone with the most dead
- * bytes, however few.
+ * Pick the zone reclaim should empty next by @mode, or ZF_NO_ZONE: one
+ * whose live data fits what reclaim's @head can still write. It is flagged
+ * so that nothing else takes it until alloc_gc_done().
  */
-uint32_t alloc_gc_victim(struct zfs *fs, bool any);
+uint32_t alloc_gc_victim(struct zfs *fs, enum gc_mode mode,
+			 const struct zfs_head *head);
 void alloc_gc_done(struct zfs *fs, uint32_t zone);
-extern const struct jrnl_cb alloc_jrnl_cb;
+
+/* The journal's side (space_jrnl_cb calls these). */
+/* An empty zone for the chain (never waits): 0 or -ENOSPC. */
+int alloc_jrnl_zone(struct zfs *fs, uint32_t *zone);
+/*
+ * The journal will not write chain (or super) zone @zone again: finish it.
+ * 0, or -EAGAIN (ALLOC_NEED_OPEN): a closed zone is opened to be finished,
+ * and every open zone has a write in flight.
+ */
+int alloc_jrnl_done(struct zfs *fs, uint32_t zone, struct alloc_try *t);
+/* Chain zone @zone is no longer needed: queue its reset. */
+void alloc_jrnl_release(struct zfs *fs, uint32_t zone);
+/*
+ * A write to @zone is about to start (any zone: data, chain, super): it
+ * is made open, closing an idle open zone if the open limit is reached.
+ * 0, or -EAGAIN (ALLOC_NEED_OPEN) when every open zone has a write in
+ * flight. alloc_io_end() when the write is done.
+ */
+int alloc_io_begin(struct zfs *fs, uint32_t zone, struct alloc_try *t);
+void alloc_io_end(struct zfs *fs, uint32_t zone);
+/*
+ * An anchor is about to be written: the super zone gets an active slot
+ * (a data zone is finished for it if need be). 0, or -EAGAIN
+ * (ALLOC_NEED_SLOT) when every data zone is being written.
+ * alloc_super_end() after the anchor is durable: the super zone @zone is
+ * then finished if it holds no slot for good; 0, or -EAGAIN as
+ * alloc_jrnl_done().
+ */
+int alloc_super_begin(struct zfs *fs, struct alloc_try *t);
+int alloc_super_end(struct zfs *fs, uint32_t zone, struct alloc_try *t);
+/* The device refused a write for a limit: count again from a report. */
+void alloc_resync(struct zfs *fs);
+/* The allocator's counts in words, for a message (a stalled writer). */
+void alloc_describe(struct zfs *fs, char *buf, size_t len);
+
+/* ---- gc.c: reclaim and wear leveling ------------------------------------ */
+
+/*
+ * Move the live data out of victims (by @mode) until @want zones more are
+ * free or no victim is left. Returns the zones emptied (they are reset
+ * once the moves are durable), 0, -EAGAIN when reclaim's head found no
+ * zone now (@t says what it lacks), or an errno. No file system lock held.
+ */
+int gc_collect(struct zfs *fs, uint32_t want, enum gc_mode mode,
+	       struct alloc_try *t);
+/* Should the background thread collect? (free zones under the mark) */
+bool gc_wanted(struct zfs *fs);
+/*
+ * Wear leveling, when the file system is idle: if the zone resets have
+ * spread too far and the budget allows, move the data of the least-worn
+ * cold zone into the most-worn free one. Returns the zones moved (0 or 1)
+ * or an errno.
+ */
+int gc_wear(struct zfs *fs);
+
+/* ---- space.c: the space policy ------------------------------------------ */
+
+/* Who asks the policy. */
+enum space_who {
+	SPACE_WRITER,  /* the writeback, through a shared head */
+	SPACE_PRIVATE, /* the writeback, through a large file's own head */
+	SPACE_ADMIT,   /* write(): space for what it stages */
+	SPACE_JOURNAL, /* the committer: an open zone, the super zone's slot */
+};
+
+/* What the policy has the asker do. */
+enum space_act {
+	SPACE_SHARE,	   /* write through the shared head instead */
+	SPACE_WAIT,	   /* wait for an allocator event (a write ends...) */
+	SPACE_COMMIT,	   /* commit, then reset the zones that frees */
+	SPACE_FLUSH,	   /* write staged data out, then commit */
+	SPACE_COLLECT,	   /* reclaim one zone worth it */
+	SPACE_COLLECT_ANY, /* reclaim the zone with the most dead bytes */
+	SPACE_FAIL,	   /* give up: -ENOSPC */
+};
+
+/* One row of the policy: space.c's space_rules[]. */
+struct space_rule {
+	enum space_who who;
+	enum alloc_need need;
+	enum space_act act;
+	unsigned int limit; /* times per call; 0: no limit */
+	const char *why;
+};
+
+/* Where one asker is in the table: how often each row was used. */
+struct space_state {
+	enum space_who who;
+	unsigned int used[24];
+	unsigned int idle_waits; /* waits in a row that saw nothing move */
+	uint64_t waited_ns;	 /* in all, this call */
+	uint64_t report_ns;	 /* report a stall when waited_ns gets here */
+};
+
+/* What @need is, in words (messages). */
+const char *space_need_name(enum alloc_need need);
+/* The table (tests and docs walk it). */
+const struct space_rule *space_table(size_t *n);
+void space_start(struct space_state *st, enum space_who who);
+/* Something moved: every row's count starts again. */
+void space_progress(struct space_state *st);
+/*
+ * What @who, lacking @need, does next: the first row for them whose limit
+ * is not used up (and it counts one use). SPACE_FAIL if none.
+ */
+enum space_act space_decide(struct space_state *st, enum space_who who,
+			    enum alloc_need need);
+/*
+ * The writeback's write: alloc_head_write() through *@headp, doing what
+ * the policy says until it is written. *@headp becomes @shared when a
+ * large file's own head is refused. 0, -ENOSPC (a bug: the space check
+ * admitted this data), -EROFS, or the device's errno.
+ */
+int space_write(struct zfs *fs, struct zfs_head **headp,
+		struct zfs_head *shared, const void *buf, size_t len,
+		uint64_t *addr, size_t *done);
+/* write()'s space check: 0, -ENOSPC, -EROFS. No lock held (it waits). */
+int space_reserve(struct zfs *fs, uint64_t len);
+/* The journal's callbacks: zones, open zones, the super zone's slot. */
+extern const struct jrnl_cb space_jrnl_cb;
 
 #endif /* ZONEFUSE_ZFS_I_H */

@@ -39,7 +39,7 @@ static int zfs_log_counters(struct zfs *fs)
 		pthread_rwlock_unlock(&fs->meta_lock);
 		return 0;
 	}
-	ret = zfs_log(fs, ZF_REC_COUNTERS, &rec, sizeof(rec));
+	ret = rec_log(fs, ZF_REC_COUNTERS, &rec, sizeof(rec));
 	pthread_rwlock_unlock(&fs->meta_lock);
 	return ret;
 }
@@ -48,7 +48,8 @@ static void *zfs_bg_main(void *arg)
 {
 	struct zfs *fs = arg;
 	uint64_t interval = (uint64_t)fs->opts.commit_ms * 1000000ull;
-	uint64_t next = zutil_now_mono_ns() + interval;
+	uint64_t next = zutil_now_mono_ns() + interval, last_host = 0;
+	struct alloc_try t = { 0 };
 
 	pthread_mutex_lock(&fs->bg_lock);
 	while (!fs->bg_stop) {
@@ -75,8 +76,23 @@ static void *zfs_bg_main(void *arg)
 		pthread_mutex_unlock(&fs->bg_lock);
 		if (!fs->error) {
 			if (zutil_now_mono_ns() >= next) {
+				/*
+				 * Idle for a whole interval (nothing written,
+				 * nothing in writeback): wear leveling's turn.
+				 */
+				bool idle;
+
+				pthread_mutex_lock(&fs->wb_lock);
+				idle = fs->host_bytes == last_host &&
+				       !fs->wb_pending;
+				pthread_mutex_unlock(&fs->wb_lock);
+
+				last_host = fs->host_bytes;
 				data_seal_idle(fs, interval / 2);
 				data_pool_trim(fs);
+				if (idle && !fs->opts.no_reclaim_thread &&
+				    gc_wear(fs) > 0)
+					zfs_log_counters(fs);
 				zfs_log_counters(fs);
 				jrnl_commit(fs->j, UINT64_MAX);
 				next = zutil_now_mono_ns() + interval;
@@ -92,7 +108,7 @@ static void *zfs_bg_main(void *arg)
 			 */
 			fs->space_low = gc_wanted(fs);
 			if (!fs->opts.no_reclaim_thread && fs->space_low &&
-			    gc_collect(fs, 1, false) > 0)
+			    gc_collect(fs, 1, GC_COST_BENEFIT, &t) > 0)
 				jrnl_commit(fs->j, UINT64_MAX);
 		}
 		pthread_mutex_lock(&fs->bg_lock);
@@ -114,7 +130,7 @@ static void zfs_free(struct zfs *fs)
 			for (in = fs->m.itab[i]; in; in = in->hnext)
 				if (in->rt) {
 					data_rt_free(fs, in->rt);
-					zfs_rt_free(in);
+					data_rt_destroy(in);
 				}
 		}
 	}
@@ -171,6 +187,9 @@ int zfs_mount(const char *path, const struct zfs_opts *opts,
 			&fs->dev, err, errlen);
 	if (ret)
 		goto out_free;
+	ret = fs->rdonly ? 0 : alloc_check_limits(fs->dev, err, errlen);
+	if (ret)
+		goto out_close;
 	fs->bs = zdev_geom(fs->dev)->block_size;
 	ret = jrnl_open(fs->dev,
 			(fs->rdonly ? JRNL_RDONLY : 0) |
@@ -178,7 +197,7 @@ int zfs_mount(const char *path, const struct zfs_opts *opts,
 			&fs->m, &fs->j, &fs->sb, &info, err, errlen);
 	if (ret)
 		goto out_close;
-	jrnl_set_cb(fs->j, &alloc_jrnl_cb, fs);
+	jrnl_set_cb(fs->j, &space_jrnl_cb, fs);
 	fs->replay = info;
 	fs->base_host_bytes = fs->m.counters.host_bytes;
 	fs->base_device_bytes = fs->m.counters.device_bytes;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "zfs_i.h"
+#include "zonefuse/util.h"
 
 /* ---- extended attributes -------------------------------------------------------------------------- */
 
@@ -64,7 +65,7 @@ int zfs_setxattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 		return -E2BIG;
 	if (flags & ~(ZFS_XATTR_CREATE | ZFS_XATTR_REPLACE))
 		return -EINVAL;
-	ret = zfs_check_writable(fs);
+	ret = rec_writable(fs);
 	if (ret)
 		return ret;
 	nlen = strlen(name);
@@ -90,14 +91,14 @@ int zfs_setxattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 		goto out_unlock;
 	}
 	rec->ino = htole64(ino);
-	rec->ctime = (int64_t)htole64((uint64_t)zfs_now());
+	rec->ctime = (int64_t)htole64((uint64_t)zutil_now_real_ns());
 	rec->value_len = htole32((uint32_t)size);
 	rec->name_len = htole16((uint16_t)nlen);
 	rec->reserved = 0;
 	memcpy(rec + 1, name, nlen);
 	if (size)
 		memcpy((char *)(rec + 1) + nlen, value, size);
-	ret = zfs_log(fs, ZF_REC_XATTR_SET, rec,
+	ret = rec_log(fs, ZF_REC_XATTR_SET, rec,
 		      (uint32_t)(sizeof(*rec) + nlen + size));
 out_unlock:
 	pthread_rwlock_unlock(&fs->meta_lock);
@@ -212,7 +213,7 @@ int zfs_removexattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 		return ret;
 	if (zfs_xattr_virtual(name))
 		return -EPERM;
-	ret = zfs_check_writable(fs);
+	ret = rec_writable(fs);
 	if (ret)
 		return ret;
 	nlen = strlen(name);
@@ -230,12 +231,12 @@ int zfs_removexattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 		goto out_unlock;
 	}
 	rec->ino = htole64(ino);
-	rec->ctime = (int64_t)htole64((uint64_t)zfs_now());
+	rec->ctime = (int64_t)htole64((uint64_t)zutil_now_real_ns());
 	rec->value_len = 0;
 	rec->name_len = htole16((uint16_t)nlen);
 	rec->reserved = 0;
 	memcpy(rec + 1, name, nlen);
-	ret = zfs_log(fs, ZF_REC_XATTR_DEL, rec, (uint32_t)(sizeof(*rec) + nlen));
+	ret = rec_log(fs, ZF_REC_XATTR_DEL, rec, (uint32_t)(sizeof(*rec) + nlen));
 out_unlock:
 	pthread_rwlock_unlock(&fs->meta_lock);
 	return ret;

@@ -6,7 +6,7 @@
  * Each invariant is broken on purpose: the metadata is changed in memory
  * through the core's internals (zfs_i.h) and written out as a snapshot
  * with jrnl_roll(), or a record that should never exist is logged with
- * zfs_log(). fsck must find it (exit 4 without --repair), fix what it can
+ * rec_log(). fsck must find it (exit 4 without --repair), fix what it can
  * (exit 1, then a second fsck says 0) and leave the rest (exit 4).
  *
  * Bad input (foreign or damaged superblocks, a journal overwritten with
@@ -321,11 +321,11 @@ static void log_extent(struct zfs *fs, uint64_t ino, uint64_t foff,
 		.addr = htole64(addr),
 		.len = htole64(len),
 		.size = htole64(size),
-		.mtime = (int64_t)htole64((uint64_t)zfs_now()),
+		.mtime = (int64_t)htole64((uint64_t)zutil_now_real_ns()),
 	};
 
 	pthread_rwlock_wrlock(&fs->meta_lock);
-	TU_OK(zfs_log(fs, ZF_REC_EXTENT, &rec, sizeof(rec)));
+	TU_OK(rec_log(fs, ZF_REC_EXTENT, &rec, sizeof(rec)));
 	pthread_rwlock_unlock(&fs->meta_lock);
 }
 

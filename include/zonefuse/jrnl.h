@@ -55,12 +55,28 @@ struct jrnl_cb {
 	/* Optional: records up to @seq are durable. */
 	void (*durable)(void *arg, uint64_t seq);
 	/*
-	 * Optional: the device refused to open a journal zone (-ETOOMANYREFS:
-	 * its open limit reached and, at its active limit, it will not close
-	 * an open zone for it). Give back an active zone if one can go (true)
-	 * before the write is tried again.
+	 * Optional, all four (mkfs has none: it writes alone). A write to
+	 * @zone (a chain or super zone) is about to start: make room for it
+	 * under the device's open limit, waiting for a write in flight to
+	 * end if need be (never for a commit); io_end() when it is done.
 	 */
-	bool (*make_room)(void *arg);
+	void (*io_begin)(void *arg, uint32_t zone);
+	void (*io_end)(void *arg, uint32_t zone);
+	/*
+	 * An anchor is about to be written to a super zone: give it an
+	 * active slot (waiting for a write in flight to end if need be);
+	 * super_end() once the anchor is durable, to take the slot back
+	 * (the super zone is then finished, and the next anchor goes to the
+	 * other one).
+	 */
+	void (*super_begin)(void *arg);
+	void (*super_end)(void *arg, uint32_t zone);
+	/*
+	 * Optional: the device refused a write for its open or active zone
+	 * limit (-ETOOMANYREFS, -EOVERFLOW) although io_begin() made room:
+	 * count the zones again before the write is tried once more.
+	 */
+	void (*resync)(void *arg);
 	/*
 	 * Optional: a write or flush of the journal failed with @err, which
 	 * is now sticky (every later append and commit fails). Called once,

@@ -77,7 +77,8 @@ struct zfs_mkfs_info {
 /*
  * Make a file system on @path: refuses one that already holds zonefuse
  * (-EEXIST, unless force), a device too small or with zones too small
- * (-ENOSPC); resets every written zone, writes the superblocks, the root
+ * (-ENOSPC), or whose zone limits are too tight (-ENOTSUP: one active
+ * zone); resets every written zone, writes the superblocks, the root
  * directory and the first journal chain.
  */
 int zfs_mkfs(const char *path, const struct zfs_mkfs_opts *o,

@@ -122,6 +122,10 @@ def _watchdog():
 def _cleanup():
     _done.set()
     kill_all()
+    if WORK and os.environ.get("E2E_KEEP"):
+        print(f"{NAME}: E2E_KEEP is set: images and daemon logs kept in {WORK}",
+              file=sys.stderr)
+        return
     if WORK and os.path.isdir(WORK):
         if _mounts_under(WORK):
             print(f"{NAME}: a mount under {WORK} is still there; not deleting it",
@@ -190,8 +194,14 @@ class Mount:
 
     def mount(self, foreground=False):
         args = [ZONEFUSE, "mount", self.img, self.dir]
-        if self.opts:
-            args += ["-o", self.opts]
+        opts = self.opts
+        if os.environ.get("E2E_DEBUG"):
+            # Every daemon in the foreground, logging every operation to
+            # WORK (with E2E_KEEP, kept for reading).
+            foreground = True
+            opts = f"{opts},debug" if opts else "debug"
+        if opts:
+            args += ["-o", opts]
         if foreground:
             # -f: the daemon is our child; its log goes to WORK.
             self.log = open(os.path.join(WORK, os.path.basename(self.dir) + ".log"), "a")

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Inside the data path: what data.c (chunks, staging, reads, flushing),
+ * data_wb.c (the writeback threads) and data_lost.c (the ranges whose
+ * writeback failed) share. The locks each needs are those of zfs_i.h.
+ */
+#ifndef ZONEFUSE_DATA_I_H
+#define ZONEFUSE_DATA_I_H
+
+#include "zfs_i.h"
+
+#define DATA_MAX_OPEN 16u  /* open chunks per file: the reorder window */
+#define DATA_POOL_KEEP 8u  /* chunk buffers kept while idle: data_buf_get */
+
+/* Is @c filled whole (a large file's chunk)? */
+bool data_chunk_full(const struct zfs_chunk *c);
+/* Free @c and give its buffer back to the pool. */
+void data_chunk_free(struct zfs *fs, struct zfs_chunk *c);
+/*
+ * Unpin @rt if nothing is staged and no writeback thread works on it
+ * (@by_writeback: the caller is that thread); true if the inode may now
+ * be freeable. rt lock exclusive and meta_lock, either mode.
+ */
+bool data_unpin(struct zfs *fs, struct zfs_rt *rt, bool by_writeback);
+/* Queue @rt for the writeback threads. wb_lock held. */
+void data_queue(struct zfs *fs, struct zfs_rt *rt);
+/* Seal @rt's open chunks idle for @idle_ns (0: all). rt lock exclusive. */
+void data_seal_all(struct zfs *fs, struct zfs_rt *rt, uint64_t idle_ns);
+/*
+ * Read [off, off + size) of @in's extents into @buf, zeros for holes. rt
+ * lock held (either mode).
+ */
+int data_read_extents(struct zfs *fs, struct zm_inode *in, char *buf,
+		      uint64_t off, size_t size);
+
+/* data_lost.c. Each with the inode's rt lock held (exclusive to change). */
+/* Does [s, e) of @ino meet a lost range? */
+bool data_lost_hit(struct zfs *fs, uint64_t ino, uint64_t s, uint64_t e);
+/* [s, e) of @ino is not lost (any more). */
+void data_lost_cut(struct zfs *fs, uint64_t ino, uint64_t s, uint64_t e);
+/*
+ * Chunk @c of @rt was retired with its pieces below file offset @logged
+ * in the journal and the rest not: the bytes above are lost.
+ */
+void data_lost_update(struct zfs *fs, struct zfs_rt *rt,
+		      const struct zfs_chunk *c, uint64_t logged);
+
+#endif /* ZONEFUSE_DATA_I_H */

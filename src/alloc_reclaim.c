@@ -189,45 +189,68 @@ int alloc_reclaim(struct zfs *fs)
  * full (the mixed space workload, 64 zones of 2 MiB), when writers found
  * no zone, 1.5-1.9 MiB were dead in zones reclaim would not touch.
  *
- * GC_WEAR: the least-worn full zone holding cold data, however live, when
- * the most reset zone of the pool is ALLOC_WEAR_SPREAD resets ahead of it.
+ * GC_WEAR: the least-worn full or parked zone holding cold data, however
+ * live, when the most reset zone of the pool is ALLOC_WEAR_SPREAD resets
+ * ahead of it; or an idle shared head's zone (alloc_gc_head_victim()).
  * Cold: written before the pool's last full cycle of resets (as many
  * resets since as the pool has zones); data written since may still die
  * on its own, and moving it would only add writes. gc.c keeps the budget.
  */
 /*
- * Nothing else dead to take: the zone of a head not writing now (not
- * reclaim's own), the one with the most dead bytes. The space check counts
- * the dead bytes of heads' zones too (a small-file head's zone whose files
- * were deleted), and at full a writer found no zone while they were all
- * that was left (the stress test's seed 0). The head takes another zone
- * on its next write. alloc_lock held.
+ * The zone of a head not writing now (not reclaim's own), as a victim:
+ *
+ * GC_GREEDY, when nothing else is dead: the one with the most dead bytes.
+ * The space check counts the dead bytes of heads' zones too (a small-file
+ * head's zone whose files were deleted), and at full a writer found no
+ * zone while they were all that was left (the stress test's seed 0).
+ *
+ * GC_WEAR: one at least ALLOC_WEAR_SPREAD resets behind @max_resets and
+ * behind @below (the best other victim's). A shared head's zone that
+ * never fills (the small files of a checkpoint rotation, a `latest` file)
+ * is never reset on its own: it held zones at 0 resets while the others
+ * reached 6, over 40 rounds of a rotation. It is written to, so the
+ * coldness rule of full zones does not apply; what it holds is mostly
+ * small and the budget bounds the cost. The zone of the cold head itself,
+ * once it is the least worn (it rests while the others are written), has
+ * its data moved to the most-worn free zone like any other.
+ *
+ * The head takes another zone on its next write. Returns the zone, or
+ * ZF_NO_ZONE. alloc_lock held.
  */
-static uint32_t alloc_gc_head_victim(struct zfs *fs, uint64_t budget)
+static uint32_t alloc_gc_head_victim(struct zfs *fs, enum gc_mode mode,
+				     uint64_t budget, uint64_t max_resets,
+				     uint64_t below)
 {
-	struct zfs_head *shared[] = { &fs->small, &fs->hot };
-	uint32_t nshared = ZF_ARRAY_SIZE(shared), i, best = ZF_NO_ZONE;
+	/* Wear leveling takes its own head's zone too, into a new one. */
+	struct zfs_head *shared[] = { &fs->small, &fs->hot, &fs->cold };
+	uint32_t nshared = ZF_ARRAY_SIZE(shared) - (mode != GC_WEAR), i, best;
 	struct zfs_head *h, *bh = NULL;
-	uint64_t best_dead = 0;
+	uint64_t best_score = 0;
 
 	for (i = 0; i <= nshared; i++) {
 		for (h = i < nshared ? shared[i] : fs->heads; h;
 		     h = i < nshared ? NULL : h->next) {
 			const struct zm_zone *z;
-			uint64_t dead;
+			uint64_t dead, score;
 
 			if (h->zone == ZF_NO_ZONE || pthread_mutex_trylock(&h->lock))
 				continue;
 			z = &fs->m.zones[h->zone];
 			dead = (z->wp - z->start) -
 			       ZF_MIN(z->valid, z->wp - z->start);
+			if (mode == GC_WEAR)
+				score = z->resets + ALLOC_WEAR_SPREAD <= max_resets &&
+						z->resets < below && z->valid ?
+						UINT64_MAX - z->resets :
+						0;
+			else
+				score = dead >= fs->bs ? dead : 0;
 			if (h->zone != ZF_NO_ZONE && !z->pending &&
-			    z->valid <= budget && dead >= fs->bs &&
-			    dead > best_dead) {
+			    z->valid <= budget && score > best_score) {
 				if (bh)
 					pthread_mutex_unlock(&bh->lock);
 				bh = h;
-				best_dead = dead;
+				best_score = score;
 			} else {
 				pthread_mutex_unlock(&h->lock);
 			}
@@ -305,8 +328,7 @@ uint32_t alloc_gc_victim(struct zfs *fs, enum gc_mode mode,
 		if (dead < bar || z->valid > budget)
 			continue;
 		if (mode == GC_WEAR &&
-		    (z->wp < z->start + z->cap ||
-		     z->resets + ALLOC_WEAR_SPREAD > max_resets ||
+		    (z->resets + ALLOC_WEAR_SPREAD > max_resets ||
 		     fs->resets_done - fs->acct[i].wr_epoch < pool))
 			continue;
 		u = (double)z->valid / (double)written;
@@ -322,8 +344,15 @@ uint32_t alloc_gc_victim(struct zfs *fs, enum gc_mode mode,
 			best = i;
 		}
 	}
-	if (best == ZF_NO_ZONE && mode == GC_GREEDY)
-		best = alloc_gc_head_victim(fs, budget);
+	if (best == ZF_NO_ZONE && mode == GC_GREEDY) {
+		best = alloc_gc_head_victim(fs, mode, budget, 0, 0);
+	} else if (mode == GC_WEAR) {
+		uint32_t h = alloc_gc_head_victim(
+			fs, mode, budget, max_resets,
+			best == ZF_NO_ZONE ? UINT64_MAX : fs->m.zones[best].resets);
+
+		best = h != ZF_NO_ZONE ? h : best;
+	}
 	/*
 	 * A parked victim is not finished: nothing writes to it while it is
 	 * flagged, and once emptied its reset frees its slot.
@@ -337,6 +366,25 @@ uint32_t alloc_gc_victim(struct zfs *fs, enum gc_mode mode,
 	return best;
 }
 
+bool alloc_wear_lags(struct zfs *fs, uint32_t zone)
+{
+	uint64_t max = 0;
+	uint32_t i;
+	bool lags;
+
+	pthread_mutex_lock(&fs->alloc_lock);
+	for (i = 0; i < fs->m.nr_zones; i++) {
+		const struct zm_zone *z = &fs->m.zones[i];
+
+		if (z->state == ZM_ZONE_FREE || z->state == ZM_ZONE_DATA ||
+		    z->state == ZM_ZONE_META)
+			max = ZF_MAX(max, z->resets);
+	}
+	lags = fs->m.zones[zone].resets + ALLOC_WEAR_SPREAD <= max;
+	pthread_mutex_unlock(&fs->alloc_lock);
+	return lags;
+}
+
 void alloc_gc_done(struct zfs *fs, uint32_t zone)
 {
 	struct zm_zone *z = &fs->m.zones[zone];
@@ -344,6 +392,14 @@ void alloc_gc_done(struct zfs *fs, uint32_t zone)
 	pthread_mutex_lock(&fs->alloc_lock);
 	z->flags &= (uint8_t)~ZFS_ZF_GC;
 	fs->nr_gc_victims--;
+	/*
+	 * A victim left with data (reclaim stopped, wear leveling over its
+	 * budget) and room is parked again: a parked or head's zone that
+	 * lost its flag was neither written nor a victim again, and kept its
+	 * slot for good.
+	 */
+	if (z->valid && alloc_is_active(z))
+		z->flags |= ZFS_ZF_PARKED;
 	alloc_maybe_dead(fs, z);
 	pthread_mutex_unlock(&fs->alloc_lock);
 }

@@ -228,6 +228,9 @@ int gc_collect(struct zfs *fs, uint32_t want, enum gc_mode mode,
 		if (zone == ZF_NO_ZONE)
 			break;
 		if (mode == GC_WEAR && !gc_wear_budget(fs, zone)) {
+			zlog_debug("zone %u: wear leveling would move %" PRIu64 " bytes: over its budget (%" PRIu64 " moved, %" PRIu64 " written)",
+				   zone, fs->m.zones[zone].valid,
+				   (uint64_t)fs->wear_bytes, (uint64_t)fs->host_bytes);
 			alloc_gc_done(fs, zone);
 			break;
 		}
@@ -257,10 +260,41 @@ int gc_collect(struct zfs *fs, uint32_t want, enum gc_mode mode,
 	return ret ? ret : (int)freed;
 }
 
+/*
+ * The journal's chain stays where it is until the log outgrows its
+ * snapshot, which on a file system of few files may be never: its zones
+ * then kept 0 resets through 40 rounds of a checkpoint rotation while the
+ * others reached 6. A roll writes the snapshot into zones taken least-worn
+ * first and releases the old chain for its resets; it costs the
+ * snapshot's bytes, counted against the budget.
+ */
+static int gc_wear_journal(struct zfs *fs)
+{
+	uint32_t chain[64], n = jrnl_chain(fs->j, chain, ZF_ARRAY_SIZE(chain));
+	uint64_t snap = fs->snap_bytes;
+	uint32_t i;
+	int ret;
+
+	for (i = 0; i < n && !alloc_wear_lags(fs, chain[i]); i++)
+		;
+	if (i == n || (fs->wear_bytes + snap) * GC_WEAR_BUDGET_DIV > fs->host_bytes)
+		return 0;
+	zlog_debug("zone %u: wear leveling rolls the journal (%" PRIu64 " bytes)",
+		   chain[i], snap);
+	ret = jrnl_roll(fs->j);
+	if (ret)
+		return ret;
+	fs->wear_bytes += snap;
+	return 1;
+}
+
 int gc_wear(struct zfs *fs)
 {
 	struct alloc_try t = { 0 };
-	int ret = gc_collect(fs, 1, GC_WEAR, &t);
+	int ret = gc_wear_journal(fs);
 
+	if (ret)
+		return ret;
+	ret = gc_collect(fs, 1, GC_WEAR, &t);
 	return ret == -EAGAIN ? 0 : ret;
 }

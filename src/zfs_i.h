@@ -502,6 +502,8 @@ enum gc_mode {
 uint32_t alloc_gc_victim(struct zfs *fs, enum gc_mode mode,
 			 const struct zfs_head *head);
 void alloc_gc_done(struct zfs *fs, uint32_t zone);
+/* Is @zone ALLOC_WEAR_SPREAD resets or more behind the most worn? */
+bool alloc_wear_lags(struct zfs *fs, uint32_t zone);
 
 /* The journal's side (space_jrnl_cb calls these). */
 /* An empty zone for the chain (never waits): 0 or -ENOSPC. */
@@ -552,8 +554,9 @@ bool gc_wanted(struct zfs *fs);
 /*
  * Wear leveling, when the file system is idle: if the zone resets have
  * spread too far and the budget allows, move the data of the least-worn
- * cold zone into the most-worn free one. Returns the zones moved (0 or 1)
- * or an errno.
+ * cold zone into the most-worn free one, or roll the journal if its chain
+ * holds the least-worn zone. Returns what it did (0: nothing, 1: a zone
+ * moved or the journal rolled) or an errno.
  */
 int gc_wear(struct zfs *fs);
 

@@ -570,8 +570,10 @@ START_TEST(test_wear_moves_cold)
 
 		if (z->state == ZM_ZONE_DATA && z->valid == ZONE)
 			cold = i;
-		else if (z->state == ZM_ZONE_FREE || z->state == ZM_ZONE_META)
+		else if (z->state == ZM_ZONE_FREE)
 			z->resets = 5;
+		else if (z->state == ZM_ZONE_META)
+			z->resets = 9;
 	}
 	ck_assert_uint_ne(cold, ZF_NO_ZONE);
 	for (i = 0; i < fs->m.nr_zones && worn == ZF_NO_ZONE; i++)
@@ -599,6 +601,43 @@ START_TEST(test_wear_moves_cold)
 	tu_unmount(fs);
 	fs = tu_mount(tu_img, true);
 	TU_OK(tu_verify(fs, "/cold", 0, ZONE, 1));
+	tu_unmount(fs);
+}
+END_TEST
+
+/*
+ * Wear leveling rolls the journal when its chain holds a zone 2 resets
+ * behind the most worn: the chain moves to the least-worn free zones, and
+ * the old one goes to its reset. What the journal holds is all there
+ * after a remount.
+ */
+START_TEST(test_wear_rolls_journal)
+{
+	uint32_t chain[8], n, i, old;
+	struct zfs *fs;
+
+	mkfs(16);
+	fs = tu_mount(tu_img, false);
+	TU_OK(tu_write(fs, "/f", 0, 12345, 7));
+	TU_OK(zfs_sync(fs));
+	n = jrnl_chain(fs->j, chain, 8);
+	ck_assert_uint_ge(n, 1);
+	old = chain[0];
+	pthread_mutex_lock(&fs->alloc_lock);
+	for (i = 0; i < fs->m.nr_zones; i++)
+		if (fs->m.zones[i].state == ZM_ZONE_FREE ||
+		    fs->m.zones[i].state == ZM_ZONE_DATA)
+			fs->m.zones[i].resets = 3;
+	pthread_mutex_unlock(&fs->alloc_lock);
+	fs->host_bytes = 1000 * ZONE;
+	ck_assert_int_eq(gc_wear(fs), 1);
+	n = jrnl_chain(fs->j, chain, 8);
+	for (i = 0; i < n; i++)
+		ck_assert_uint_ne(chain[i], old);
+	ck_assert_uint_gt(fs->wear_bytes, 0);
+	tu_unmount(fs);
+	fs = tu_mount(tu_img, true);
+	TU_OK(tu_verify(fs, "/f", 0, 12345, 7));
 	tu_unmount(fs);
 }
 END_TEST
@@ -648,6 +687,7 @@ int main(void)
 	add(s, "head_zone_victim", test_head_zone_victim);
 	add(s, "gc_budget", test_gc_budget);
 	add(s, "wear_moves_cold", test_wear_moves_cold);
+	add(s, "wear_rolls_journal", test_wear_rolls_journal);
 	add(s, "one_active_refused", test_one_active_refused);
 	printf("check_alloc: admitted data lands however the free space is scattered, within the device's zone limits\n");
 	return tu_run(s);

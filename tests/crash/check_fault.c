@@ -40,6 +40,7 @@ enum fault_mode {
 	F_WRITE_ONCE,	  /* fail the next write */
 	F_WRITE_ZONE,	  /* fail every write to zone */
 	F_WRITE_NOT_ZONE, /* fail every write but those to zone */
+	F_WRITE_COUNT,	  /* fail the next "zone" writes */
 	F_FLUSH,	  /* fail every flush */
 };
 
@@ -61,10 +62,11 @@ static int fault_hook(void *arg, enum zdev_op op, uint32_t zone, uint64_t off,
 	if (op == ZDEV_OP_WRITE && mode == F_LEARN && zone < 64)
 		fault.seen |= 1ull << zone;
 	if (op == ZDEV_OP_WRITE &&
-	    (mode == F_WRITE_ONCE ||
+	    (mode == F_WRITE_ONCE || mode == F_WRITE_COUNT ||
 	     (mode == F_WRITE_ZONE && zone == fault.zone) ||
 	     (mode == F_WRITE_NOT_ZONE && zone != fault.zone))) {
-		if (mode == F_WRITE_ONCE)
+		if (mode == F_WRITE_ONCE ||
+		    (mode == F_WRITE_COUNT && fault.fired + 1 >= fault.zone))
 			fault.mode = F_NONE;
 		fault.fired++;
 		return -EIO;
@@ -383,6 +385,45 @@ START_TEST(test_data_writes_fail)
 END_TEST
 
 /*
+ * A chunk whose writes all fail, then one that lands: the fsync that
+ * waited for both says EIO. It took only its last turn's report: an fsync
+ * that began with the failure reported and the next chunk still to write
+ * returned 0, and the bytes were lost without a word.
+ */
+START_TEST(test_failed_then_landed)
+{
+	struct zfs *fs = setup_a();
+	uint8_t *b = malloc(ZS);
+	struct stat st;
+	uint64_t ino;
+	int i;
+
+	ck_assert_ptr_nonnull(b);
+	ck_assert_int_eq(zfs_create(fs, &ctx, 1, "B", S_IFREG | 0644,
+				    O_WRONLY | O_CREAT, &st, NULL), 0);
+	ino = st.st_ino;
+	/* The writeback retries a chunk in 3 zones, then gives up. */
+	arm(fs, F_WRITE_COUNT, 3);
+	pattern(b, ZS, 0, 2);
+	ck_assert_int_eq(zfs_write(fs, &ctx, ino, b, ZS, 0, false), ZS);
+	for (i = 0; i < 1000 && fault.fired < 3; i++)
+		usleep(1000);
+	ck_assert_uint_eq(fault.fired, 3);
+	pattern(b, ZS / 2, ZS, 2);
+	ck_assert_int_eq(zfs_write(fs, &ctx, ino, b, ZS / 2, ZS, false),
+			 ZS / 2);
+	ck_assert_int_eq(zfs_fsync(fs, ino, false), -EIO);
+	ck_assert_int_eq(zfs_fsync(fs, ino, false), 0);
+	zfs_release(fs, ino, 0);
+	disarm(fs);
+	ck_assert_int_eq(check(fs, "B", 3 * ZS / 2, 2), -EIO);
+	free(b);
+	ck_assert_int_eq(zfs_unmount(fs), 0);
+	fsck_clean();
+}
+END_TEST
+
+/*
  * The journal cannot be written: EIO to the caller, and the file system is
  * read-only from then on (design.md, "Failure": stats, statfs); after a
  * crash the image mounts with what was durable before.
@@ -522,6 +563,7 @@ int main(void)
 	} cases[] = {
 		{ "data_write_retried", test_data_write_retried },
 		{ "data_writes_fail", test_data_writes_fail },
+		{ "failed_then_landed", test_failed_then_landed },
 		{ "journal_write_fails", test_journal_write_fails },
 		{ "journal_failure_erofs", test_journal_failure_erofs },
 		{ "flush_fails", test_flush_fails },

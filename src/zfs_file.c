@@ -247,8 +247,10 @@ ssize_t zfs_write(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 	pthread_rwlock_unlock(&fs->meta_lock);
 	/* data_write took what it needed from the reservation. */
 	alloc_unreserve(fs, ZF_ROUND_UP(size, (uint64_t)fs->bs) + 2 * fs->bs);
-	if (ret > 0)
+	if (ret > 0) {
 		fs->host_bytes += (uint64_t)ret;
+		atomic_store(&fs->last_write_ns, zutil_now_mono_ns());
+	}
 	return ret;
 }
 

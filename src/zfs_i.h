@@ -266,6 +266,7 @@ struct zfs {
 
 	/* Counters since mount (added to the journaled lifetime ones). */
 	_Atomic uint64_t host_bytes;
+	_Atomic uint64_t last_write_ns; /* monotonic time of the last write() */
 	uint64_t base_device_bytes; /* lifetime device bytes at mount */
 	uint64_t base_host_bytes;
 	uint64_t base_gc_bytes;

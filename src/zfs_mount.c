@@ -44,25 +44,53 @@ static int zfs_log_counters(struct zfs *fs)
 	return ret;
 }
 
+/*
+ * Wear leveling's turn: the file system has been idle for half a commit
+ * interval (no write(), nothing in writeback), and the last turn did
+ * something or writes came since (a turn that found nothing to do waits
+ * for the next write). One step per turn, a turn per half interval, so
+ * that a job's pause between checkpoints is used, and the next write
+ * never waits long behind a move.
+ */
+static bool zfs_wear_due(struct zfs *fs, uint64_t now, uint64_t idle_ns,
+			 uint64_t wear_at, uint64_t idle_since)
+{
+	uint64_t last = atomic_load(&fs->last_write_ns);
+	bool due;
+
+	if (fs->opts.no_reclaim_thread || now < last + idle_ns ||
+	    now < wear_at || last == idle_since)
+		return false;
+	pthread_mutex_lock(&fs->wb_lock);
+	due = !fs->wb_pending;
+	pthread_mutex_unlock(&fs->wb_lock);
+	return due;
+}
+
 static void *zfs_bg_main(void *arg)
 {
 	struct zfs *fs = arg;
 	uint64_t interval = (uint64_t)fs->opts.commit_ms * 1000000ull;
-	uint64_t next = zutil_now_mono_ns() + interval, last_host = 0;
+	uint64_t idle_ns = interval / 2, wear_at = 0, idle_since = UINT64_MAX;
+	uint64_t next = zutil_now_mono_ns() + interval;
 	struct alloc_try t = { 0 };
 
 	pthread_mutex_lock(&fs->bg_lock);
 	while (!fs->bg_stop) {
+		uint64_t now = zutil_now_mono_ns(), wake = next;
+		uint64_t idle_at = atomic_load(&fs->last_write_ns) + idle_ns;
 		struct timespec ts;
-		uint64_t now = zutil_now_mono_ns();
-		bool kick, dead;
+		bool kick, dead, wear;
 
 		if (fs->opts.no_reclaim_thread)
 			fs->bg_dead = false;
-		if (!fs->bg_kick && !fs->bg_dead && now < next) {
+		/* Wake when the file system turns idle, or its next turn. */
+		if (idle_since != idle_at - idle_ns)
+			wake = ZF_MIN(wake, ZF_MAX(idle_at, wear_at));
+		if (!fs->bg_kick && !fs->bg_dead && now < wake) {
 			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += (time_t)((next - now) / 1000000000ull);
-			ts.tv_nsec += (long)((next - now) % 1000000000ull);
+			ts.tv_sec += (time_t)((wake - now) / 1000000000ull);
+			ts.tv_nsec += (long)((wake - now) % 1000000000ull);
 			if (ts.tv_nsec >= 1000000000l) {
 				ts.tv_sec++;
 				ts.tv_nsec -= 1000000000l;
@@ -75,30 +103,26 @@ static void *zfs_bg_main(void *arg)
 		fs->bg_kick = fs->bg_dead = false;
 		pthread_mutex_unlock(&fs->bg_lock);
 		if (!fs->error) {
+			wear = zfs_wear_due(fs, now, idle_ns, wear_at, idle_since);
 			if (zutil_now_mono_ns() >= next) {
-				/*
-				 * Idle for a whole interval (nothing written,
-				 * nothing in writeback): wear leveling's turn.
-				 */
-				bool idle;
-
-				pthread_mutex_lock(&fs->wb_lock);
-				idle = fs->host_bytes == last_host &&
-				       !fs->wb_pending;
-				pthread_mutex_unlock(&fs->wb_lock);
-
-				last_host = fs->host_bytes;
 				data_seal_idle(fs, interval / 2);
 				data_pool_trim(fs);
-				if (idle && !fs->opts.no_reclaim_thread &&
-				    gc_wear(fs) > 0)
-					zfs_log_counters(fs);
 				zfs_log_counters(fs);
 				jrnl_commit(fs->j, UINT64_MAX);
 				next = zutil_now_mono_ns() + interval;
 			} else if (dead) {
 				/* Group commit: one for a whole rm -r. */
 				jrnl_commit(fs->j, UINT64_MAX);
+			}
+			if (wear) {
+				uint64_t last = atomic_load(&fs->last_write_ns);
+
+				if (gc_wear(fs) > 0) {
+					jrnl_commit(fs->j, UINT64_MAX);
+					wear_at = zutil_now_mono_ns() + idle_ns;
+				} else {
+					idle_since = last;
+				}
 			}
 			if (!fs->opts.no_reclaim_thread || kick)
 				alloc_reclaim(fs);

@@ -39,8 +39,86 @@
 #include "zonefuse/util.h"
 
 /* Something a waiter may want freed up. alloc_lock held. */
+#ifdef ZONEFUSE_CHECKS
+/*
+ * The allocator's counts against the zones they count, checked in a
+ * checking build at every event (every state change a waiter could want):
+ * each running total equals its sum over the zones, no zone holds more
+ * live bytes than it can, and the device's limits are kept. A mismatch is
+ * a bug: say which, and abort. alloc_lock held.
+ */
+static void alloc_check(struct zfs *fs)
+{
+	uint64_t pending = 0, waste = 0, live = 0;
+	uint32_t i, active = 0, open = 0;
+	char what[160] = "";
+
+	for (i = 0; i < fs->m.nr_zones; i++) {
+		const struct zm_zone *z = &fs->m.zones[i];
+
+		active += fs->acct[i].active;
+		open += fs->acct[i].open;
+		pending += z->pending;
+		waste += fs->acct[i].waste;
+		live += z->valid;
+		if (z->valid > z->cap || z->wp < z->start ||
+		    (z->type == ZDEV_ZONE_SEQ && z->wp > z->start + z->cap))
+			snprintf(what, sizeof(what),
+				 "zone %u: %" PRIu64 " live bytes, written %" PRIu64 " of %" PRIu64,
+				 i, z->valid, z->wp - z->start, z->cap);
+	}
+	if (active != fs->nr_active || open != fs->nr_open)
+		snprintf(what, sizeof(what), "%u active zones counted %u, %u open counted %u",
+			 active, fs->nr_active, open, fs->nr_open);
+	else if (pending != fs->pending_total || waste != fs->waste_total ||
+		 fs->copy_pending > fs->pending_total)
+		snprintf(what, sizeof(what), "pending %" PRIu64 " counted %" PRIu64 " (copies %" PRIu64 "), waste %" PRIu64 " counted %" PRIu64,
+			 pending, fs->pending_total, fs->copy_pending, waste,
+			 fs->waste_total);
+	else if (live != fs->m.live_bytes)
+		snprintf(what, sizeof(what), "live bytes %" PRIu64 " counted %" PRIu64,
+			 live, fs->m.live_bytes);
+	else if (fs->max_active &&
+		 fs->nr_active + 1 + (fs->super_slot || fs->super_busy) >
+			 fs->max_active)
+		snprintf(what, sizeof(what), "%u data zones active past a limit of %u",
+			 fs->nr_active, fs->max_active);
+	else if (fs->max_open && fs->nr_open > fs->max_open)
+		snprintf(what, sizeof(what), "%u zones open past a limit of %u",
+			 fs->nr_open, fs->max_open);
+	if (*what) {
+		zlog_err("internal error: the allocator's counts are wrong: %s",
+			 what);
+		abort();
+	}
+}
+#else
+static void alloc_check(struct zfs *fs)
+{
+	(void)fs;
+}
+#endif
+
+/* A count about to go below zero is a bug; release builds clamp it. */
+static uint64_t alloc_sub(uint64_t have, uint64_t take, const char *what)
+{
+#ifdef ZONEFUSE_CHECKS
+	if (take > have) {
+		zlog_err("internal error: %s goes below zero (%" PRIu64 " - %" PRIu64 ")",
+			 what, have, take);
+		abort();
+	}
+#else
+	(void)what;
+#endif
+	return have - ZF_MIN(take, have);
+}
+
 void alloc_event(struct zfs *fs)
 {
+	ZLOCK_HELD(&fs->alloc_lock);
+
+	alloc_check(fs);
 	fs->event++;
 	pthread_cond_broadcast(&fs->alloc_cv);
 }
@@ -59,6 +137,8 @@ void alloc_settle(struct zfs *fs, uint32_t id)
 	bool active = z->type == ZDEV_ZONE_SEQ && z->state == ZM_ZONE_DATA &&
 		      ((z->flags & ZFS_ZF_HEAD) || alloc_is_active(z));
 	bool open = a->io || alloc_is_active(z);
+
+	ZLOCK_HELD(&fs->alloc_lock);
 
 	if (a->active != active) {
 		a->active = active;
@@ -83,6 +163,8 @@ void alloc_settle(struct zfs *fs, uint32_t id)
  */
 void alloc_maybe_dead(struct zfs *fs, struct zm_zone *z)
 {
+	ZLOCK_HELD(&fs->alloc_lock);
+
 	if (z->valid || z->pending || z->state != ZM_ZONE_DATA ||
 	    (z->flags & (ZFS_ZF_HEAD | ZFS_ZF_RESETQ | ZFS_ZF_GC)))
 		return;
@@ -118,6 +200,8 @@ uint32_t alloc_floor(struct zfs *fs, enum alloc_kind kind)
 {
 	uint32_t keep = alloc_snap_zones(fs) + 1;
 
+	ZLOCK_HELD(&fs->alloc_lock);
+
 	if (kind == ALLOC_META)
 		return 0;
 	if (kind == ALLOC_GC)
@@ -137,6 +221,8 @@ static uint64_t alloc_avail(struct zfs *fs)
 	uint32_t floor = alloc_floor(fs, ALLOC_SHARED);
 	uint64_t cap, live;
 	uint32_t i;
+
+	ZLOCK_HELD(&fs->alloc_lock);
 
 	/* Zone states change rarely; this runs for every write. */
 	if (fs->cap_dirty) {
@@ -169,7 +255,7 @@ uint32_t alloc_free_zones(struct zfs *fs, uint32_t *floor)
 {
 	uint32_t i, n = 0;
 
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	*floor = alloc_floor(fs, ALLOC_SHARED);
 	for (i = 0; i < fs->m.nr_zones; i++) {
 		struct zm_zone *z = &fs->m.zones[i];
@@ -179,7 +265,7 @@ uint32_t alloc_free_zones(struct zfs *fs, uint32_t *floor)
 		     (z->flags & ZFS_ZF_RESETQ)))
 			n++;
 	}
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 	return n;
 }
 
@@ -195,18 +281,20 @@ bool alloc_wait(struct zfs *fs, const struct alloc_try *t, unsigned int ms)
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000l;
 	}
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	while (fs->event == t->event &&
 	       !pthread_cond_timedwait(&fs->alloc_cv, &fs->alloc_lock, &ts))
 		;
 	moved = fs->event != t->event;
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 	return moved;
 }
 
 /* @t says what is missing, as of now. alloc_lock held. */
 static int alloc_need(struct zfs *fs, struct alloc_try *t, enum alloc_need need)
 {
+	ZLOCK_HELD(&fs->alloc_lock);
+
 	t->need = need;
 	t->event = fs->event;
 	return -EAGAIN;
@@ -219,6 +307,8 @@ static void alloc_close(struct zfs *fs, struct zm_zone *z)
 {
 	uint32_t id = alloc_zone_id(fs, z);
 	int ret = zdev_zone_op(fs->dev, ZDEV_OP_CLOSE, id);
+
+	ZLOCK_HELD(&fs->alloc_lock);
 
 	if (ret)
 		zlog_debug("zone %u: close failed: %s", id, strerror(-ret));
@@ -235,6 +325,8 @@ static struct zm_zone *alloc_close_victim(struct zfs *fs, uint32_t self)
 {
 	struct zm_zone *meta = NULL;
 	uint32_t i;
+
+	ZLOCK_HELD(&fs->alloc_lock);
 
 	for (i = 0; i < fs->m.nr_zones; i++) {
 		struct zfs_zone_acct *a = &fs->acct[i];
@@ -255,6 +347,8 @@ static struct zm_zone *alloc_close_victim(struct zfs *fs, uint32_t self)
  */
 static bool alloc_open_room(struct zfs *fs, uint32_t self)
 {
+	ZLOCK_HELD(&fs->alloc_lock);
+
 	while (fs->max_open && fs->nr_open >= fs->max_open) {
 		struct zm_zone *v = alloc_close_victim(fs, self);
 
@@ -269,6 +363,8 @@ bool alloc_finish_dev(struct zfs *fs, uint32_t id)
 {
 	struct zm_zone *z = &fs->m.zones[id];
 	int ret;
+
+	ZLOCK_HELD(&fs->alloc_lock);
 
 	if (z->type == ZDEV_ZONE_SEQ && z->wp == z->start)
 		return true;
@@ -306,6 +402,8 @@ bool alloc_finish(struct zfs *fs, struct zm_zone *z)
 	uint32_t id = alloc_zone_id(fs, z);
 	uint64_t room = alloc_room(z);
 
+	ZLOCK_HELD(&fs->alloc_lock);
+
 	if (z->wp == z->start && z->state == ZM_ZONE_DATA && !z->valid &&
 	    !z->pending && !(z->flags & ZFS_ZF_RESETQ)) {
 		z->flags = 0;
@@ -332,7 +430,7 @@ int alloc_io_begin(struct zfs *fs, uint32_t zone, struct alloc_try *t)
 	struct zfs_zone_acct *a = &fs->acct[zone];
 	int ret = 0;
 
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	if (z->type == ZDEV_ZONE_SEQ && !a->open) {
 		if (!alloc_open_room(fs, zone)) {
 			ret = alloc_need(fs, t, ALLOC_NEED_OPEN);
@@ -343,12 +441,14 @@ int alloc_io_begin(struct zfs *fs, uint32_t zone, struct alloc_try *t)
 	}
 	a->io = true;
 out_unlock:
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 	return ret;
 }
 
 static void alloc_io_end_locked(struct zfs *fs, uint32_t zone)
 {
+	ZLOCK_HELD(&fs->alloc_lock);
+
 	fs->acct[zone].io = false;
 	alloc_settle(fs, zone);
 	alloc_event(fs);
@@ -356,9 +456,9 @@ static void alloc_io_end_locked(struct zfs *fs, uint32_t zone)
 
 void alloc_io_end(struct zfs *fs, uint32_t zone)
 {
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	alloc_io_end_locked(fs, zone);
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 }
 
 /*
@@ -373,6 +473,8 @@ static void alloc_resync_locked(struct zfs *fs)
 {
 	uint32_t i, n = fs->m.nr_zones, open = 0, active = 0;
 	struct zdev_zone *rep = calloc(n, sizeof(*rep));
+
+	ZLOCK_HELD(&fs->alloc_lock);
 
 	if (!rep)
 		return;
@@ -419,16 +521,16 @@ out_free:
 
 void alloc_resync(struct zfs *fs)
 {
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	alloc_resync_locked(fs);
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 }
 
 void alloc_describe(struct zfs *fs, char *buf, size_t len)
 {
 	uint32_t i, parked = 0, heads = 0, io = 0, free = 0, dead = 0;
 
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	for (i = 0; i < fs->m.nr_zones; i++) {
 		const struct zm_zone *z = &fs->m.zones[i];
 
@@ -443,7 +545,7 @@ void alloc_describe(struct zfs *fs, char *buf, size_t len)
 		 fs->nr_active, heads, parked, fs->max_active,
 		 fs->super_slot ? "" : fs->super_busy ? "now" : "not",
 		 fs->nr_open, fs->max_open, io, free, dead);
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 }
 
 /* ---- active slots ------------------------------------------------------ */
@@ -458,6 +560,8 @@ void alloc_describe(struct zfs *fs, char *buf, size_t len)
 static bool alloc_slot_ok(struct zfs *fs, enum alloc_kind kind)
 {
 	uint32_t used = fs->nr_active + 1 + (fs->super_slot || fs->super_busy);
+
+	ZLOCK_HELD(&fs->alloc_lock);
 
 	if (!fs->max_active)
 		return true;
@@ -479,6 +583,8 @@ alloc_idle_head(struct zfs *fs, struct zfs_head *self,
 	struct zfs_head *best = NULL, *h;
 	uint64_t best_score = 0;
 
+	ZLOCK_HELD(&fs->alloc_lock);
+
 	for (i = 0; i <= nshared; i++) {
 		for (h = i < nshared ? shared[i] : fs->heads; h;
 		     h = i < nshared ? NULL : h->next) {
@@ -491,17 +597,17 @@ alloc_idle_head(struct zfs *fs, struct zfs_head *self,
 			if (h == self || h->zone == ZF_NO_ZONE ||
 			    (fs->nr_gc_victims && (h->kind == ZFS_HEAD_GC ||
 						   h->kind == ZFS_HEAD_COLD)) ||
-			    pthread_mutex_trylock(&h->lock))
+			    zlock_mutex_try(&h->lock, ZLOCK_HEAD))
 				continue;
 			sc = h->zone == ZF_NO_ZONE ? 0 :
 						     score(&fs->m.zones[h->zone]);
 			if (sc > best_score) {
 				if (best)
-					pthread_mutex_unlock(&best->lock);
+					zlock_unmutex(&best->lock);
 				best = h;
 				best_score = sc;
 			} else {
-				pthread_mutex_unlock(&h->lock);
+				zlock_unmutex(&h->lock);
 			}
 		}
 	}
@@ -532,6 +638,8 @@ bool alloc_free_slot(struct zfs *fs, struct zfs_head *self, bool any)
 	struct zfs_head *bh;
 	uint32_t i;
 
+	ZLOCK_HELD(&fs->alloc_lock);
+
 	for (i = 0; i < fs->m.nr_zones; i++) {
 		struct zm_zone *z = &fs->m.zones[i];
 
@@ -543,12 +651,12 @@ bool alloc_free_slot(struct zfs *fs, struct zfs_head *self, bool any)
 	if (bh && (!best || alloc_room(&fs->m.zones[bh->zone]) < alloc_room(best))) {
 		best = &fs->m.zones[bh->zone];
 	} else if (bh) {
-		pthread_mutex_unlock(&bh->lock);
+		zlock_unmutex(&bh->lock);
 		bh = NULL;
 	}
 	if (!best || (!any && alloc_room(best) * ALLOC_FINISH_DIV >= best->cap)) {
 		if (bh)
-			pthread_mutex_unlock(&bh->lock);
+			zlock_unmutex(&bh->lock);
 		return false;
 	}
 	zlog_debug("zone %u: finished to free an active slot, %" PRIu64 " bytes left",
@@ -558,13 +666,13 @@ bool alloc_free_slot(struct zfs *fs, struct zfs_head *self, bool any)
 	if (!alloc_finish(fs, best)) {
 		if (bh) {
 			best->flags |= ZFS_ZF_HEAD;
-			pthread_mutex_unlock(&bh->lock);
+			zlock_unmutex(&bh->lock);
 		}
 		return false;
 	}
 	if (bh) {
 		bh->zone = ZF_NO_ZONE;
-		pthread_mutex_unlock(&bh->lock);
+		zlock_unmutex(&bh->lock);
 	}
 	return true;
 }
@@ -573,7 +681,7 @@ int alloc_super_begin(struct zfs *fs, struct alloc_try *t)
 {
 	int ret = 0;
 
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	if (!fs->super_slot) {
 		/* The slot for the anchor: a data zone gives its slot back. */
 		while (fs->max_active &&
@@ -585,7 +693,7 @@ int alloc_super_begin(struct zfs *fs, struct alloc_try *t)
 		else
 			fs->super_busy = true;
 	}
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 	return ret;
 }
 
@@ -593,7 +701,7 @@ int alloc_super_end(struct zfs *fs, uint32_t zone, struct alloc_try *t)
 {
 	int ret = 0;
 
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	if (!fs->super_slot) {
 		/* Its next anchor goes to the other super zone (jrnl.c). */
 		if (!alloc_finish_dev(fs, zone)) {
@@ -603,7 +711,7 @@ int alloc_super_end(struct zfs *fs, uint32_t zone, struct alloc_try *t)
 			alloc_event(fs);
 		}
 	}
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 	return ret;
 }
 
@@ -621,6 +729,8 @@ static int alloc_take_zone(struct zfs *fs, enum alloc_kind kind,
 			   bool most_worn, uint32_t *zone)
 {
 	bool meta = kind == ALLOC_META;
+
+	ZLOCK_HELD(&fs->alloc_lock);
 
 	for (;;) {
 		uint32_t floor = alloc_floor(fs, kind);
@@ -655,10 +765,10 @@ static int alloc_take_zone(struct zfs *fs, enum alloc_kind kind,
 		if (best->wp != best->start) {
 			/* Dead since the last mount: reset before use. */
 			best->state = ZM_ZONE_BAD;
-			pthread_mutex_unlock(&fs->alloc_lock);
+			zlock_unmutex(&fs->alloc_lock);
 			ret = best->type == ZDEV_ZONE_SEQ ?
 				      zdev_reset(fs->dev, *zone) : 0;
-			pthread_mutex_lock(&fs->alloc_lock);
+			zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 			if (ret) {
 				zlog_err("%s: reset of zone %u failed: %s; the zone is retired",
 					 zdev_path(fs->dev), *zone,
@@ -685,6 +795,8 @@ static bool alloc_have_free(struct zfs *fs, enum alloc_kind kind)
 {
 	uint32_t floor = alloc_floor(fs, kind), i, n = 0;
 
+	ZLOCK_HELD(&fs->alloc_lock);
+
 	for (i = 0; i < fs->m.nr_zones && n <= floor; i++) {
 		struct zm_zone *z = &fs->m.zones[i];
 
@@ -698,9 +810,9 @@ int alloc_jrnl_zone(struct zfs *fs, uint32_t *zone)
 {
 	int ret;
 
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	ret = alloc_take_zone(fs, ALLOC_META, false, zone);
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 	/* Zones that wait for a commit are no use to the committer. */
 	return ret == -EAGAIN ? -ENOSPC : ret;
 }
@@ -727,6 +839,8 @@ static struct zm_zone *alloc_parked_for(struct zfs *fs, struct zfs_head *head)
 {
 	struct zm_zone *best = NULL;
 	uint32_t i;
+
+	ZLOCK_HELD(&fs->alloc_lock);
 
 	if (head->kind != ZFS_HEAD_PRIVATE || !head->group)
 		return NULL;
@@ -756,6 +870,9 @@ static bool alloc_take_over(struct zfs *fs, struct zfs_head *head)
 	struct zm_zone *best = NULL;
 	uint32_t i;
 
+	ZLOCK_HELD(&fs->alloc_lock);
+	ZLOCK_HELD(&head->lock);
+
 	for (i = 0; i < fs->m.nr_zones; i++) {
 		struct zm_zone *z = &fs->m.zones[i];
 
@@ -766,10 +883,10 @@ static bool alloc_take_over(struct zfs *fs, struct zfs_head *head)
 	if (bh && (!best || alloc_room(&fs->m.zones[bh->zone]) > alloc_room(best))) {
 		head->zone = bh->zone;
 		bh->zone = ZF_NO_ZONE;
-		pthread_mutex_unlock(&bh->lock);
+		zlock_unmutex(&bh->lock);
 	} else {
 		if (bh)
-			pthread_mutex_unlock(&bh->lock);
+			zlock_unmutex(&bh->lock);
 		if (!best)
 			return false;
 		best->flags = (uint8_t)((best->flags & ~ZFS_ZF_PARKED) |
@@ -803,6 +920,9 @@ static int alloc_head_zone(struct zfs *fs, struct zfs_head *head,
 	uint32_t zone;
 	int ret;
 
+	ZLOCK_HELD(&fs->alloc_lock);
+	ZLOCK_HELD(&head->lock);
+
 	if (z) {
 		z->flags = (uint8_t)((z->flags & ~ZFS_ZF_PARKED) | ZFS_ZF_HEAD);
 		head->zone = alloc_zone_id(fs, z);
@@ -832,6 +952,9 @@ static void alloc_head_full(struct zfs *fs, struct zfs_head *head)
 {
 	struct zm_zone *z = &fs->m.zones[head->zone];
 
+	ZLOCK_HELD(&fs->alloc_lock);
+	ZLOCK_HELD(&head->lock);
+
 	z->flags &= (uint8_t)~ZFS_ZF_HEAD;
 	alloc_settle(fs, head->zone);
 	alloc_maybe_dead(fs, z);
@@ -848,6 +971,9 @@ static void alloc_write_failed(struct zfs *fs, struct zfs_head *head, int err)
 	struct zm_zone *z = &fs->m.zones[head->zone];
 	struct zdev_zone rep;
 	bool have = zdev_report(fs->dev, head->zone, 1, &rep) == 1;
+
+	ZLOCK_HELD(&fs->alloc_lock);
+	ZLOCK_HELD(&head->lock);
 
 	zlog_err("%s: write to zone %u at 0x%" PRIx64 " failed: %s; the zone is retired",
 		 zdev_path(fs->dev), head->zone, z->wp, strerror(-err));
@@ -877,18 +1003,18 @@ int alloc_head_write(struct zfs *fs, struct zfs_head *head, const void *buf,
 	uint32_t zone;
 	size_t n;
 
-	pthread_mutex_lock(&head->lock);
+	zlock_mutex(&head->lock, ZLOCK_HEAD);
 	for (;;) {
-		pthread_mutex_lock(&fs->alloc_lock);
+		zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 		if (head->zone == ZF_NO_ZONE) {
 			ret = alloc_head_zone(fs, head, t);
 			if (ret) {
-				pthread_mutex_unlock(&fs->alloc_lock);
+				zlock_unmutex(&fs->alloc_lock);
 				goto out_unlock;
 			}
 		}
 		zone = head->zone;
-		pthread_mutex_unlock(&fs->alloc_lock);
+		zlock_unmutex(&fs->alloc_lock);
 		ret = alloc_io_begin(fs, zone, t);
 		if (ret)
 			goto out_unlock;
@@ -896,18 +1022,18 @@ int alloc_head_write(struct zfs *fs, struct zfs_head *head, const void *buf,
 		n = (size_t)ZF_MIN((uint64_t)len, alloc_room(z));
 		n = ZF_MIN(n, (size_t)ZFS_CHUNK);
 		ret = zdev_write(fs->dev, buf, n, z->wp);
-		pthread_mutex_lock(&fs->alloc_lock);
+		zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 		if (!ret)
 			break;
 		if (alloc_limit_err(ret) && ++refusals <= 3) {
 			alloc_io_end_locked(fs, zone);
 			alloc_resync_locked(fs);
-			pthread_mutex_unlock(&fs->alloc_lock);
+			zlock_unmutex(&fs->alloc_lock);
 			continue;
 		}
 		alloc_write_failed(fs, head, ret);
 		alloc_io_end_locked(fs, zone);
-		pthread_mutex_unlock(&fs->alloc_lock);
+		zlock_unmutex(&fs->alloc_lock);
 		if (++failures < 3 && ret != -ENOSPC)
 			continue;
 		goto out_unlock;
@@ -924,9 +1050,9 @@ int alloc_head_write(struct zfs *fs, struct zfs_head *head, const void *buf,
 	if (z->wp == z->start + z->cap)
 		alloc_head_full(fs, head);
 	alloc_io_end_locked(fs, zone);
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 out_unlock:
-	pthread_mutex_unlock(&head->lock);
+	zlock_unmutex(&head->lock);
 	return ret;
 }
 
@@ -935,19 +1061,20 @@ void alloc_landed(struct zfs *fs, uint64_t addr, uint64_t len, bool copy)
 	struct zm_zone *z = &fs->m.zones[zm_zone_of(&fs->m, addr)];
 	uint64_t n;
 
-	pthread_mutex_lock(&fs->alloc_lock);
-	n = ZF_MIN(ZF_MIN(len, z->pending), fs->pending_total);
-	fs->pending_total -= n;
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
+	n = ZF_MIN(len, z->pending);
+	z->pending = alloc_sub(z->pending, len, "a zone's pending bytes");
+	fs->pending_total = alloc_sub(fs->pending_total, n, "pending bytes");
 	if (copy)
-		fs->copy_pending -= ZF_MIN(n, fs->copy_pending);
-	z->pending -= ZF_MIN(len, z->pending);
+		fs->copy_pending = alloc_sub(fs->copy_pending, n,
+					     "reclaim's pending bytes");
 	if (!z->pending && !z->valid) {
 		/* Whatever record dropped the zone's data, it is appended. */
 		z->free_seq = ZF_MAX(z->free_seq, jrnl_last_seq(fs->j));
 		alloc_maybe_dead(fs, z);
 	}
 	alloc_event(fs);
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 }
 
 /* ---- private heads ------------------------------------------------------- */
@@ -962,10 +1089,10 @@ struct zfs_head *alloc_private_head(struct zfs *fs, uint64_t group)
 	h->zone = ZF_NO_ZONE;
 	h->kind = ZFS_HEAD_PRIVATE;
 	h->group = group;
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	h->next = fs->heads;
 	fs->heads = h;
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 	return h;
 }
 
@@ -982,6 +1109,9 @@ static void alloc_head_park(struct zfs *fs, struct zfs_head *head,
 			    uint64_t group)
 {
 	struct zm_zone *z;
+
+	ZLOCK_HELD(&fs->alloc_lock);
+	ZLOCK_HELD(&head->lock);
 
 	if (head->zone == ZF_NO_ZONE)
 		return;
@@ -1010,14 +1140,14 @@ void alloc_put_head(struct zfs *fs, struct zfs_head *head)
 {
 	struct zfs_head **pp;
 
-	pthread_mutex_lock(&head->lock);
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&head->lock, ZLOCK_HEAD);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	alloc_head_park(fs, head, head->group);
 	for (pp = &fs->heads; *pp != head; pp = &(*pp)->next)
 		;
 	*pp = head->next;
-	pthread_mutex_unlock(&fs->alloc_lock);
-	pthread_mutex_unlock(&head->lock);
+	zlock_unmutex(&fs->alloc_lock);
+	zlock_unmutex(&head->lock);
 	pthread_mutex_destroy(&head->lock);
 	free(head);
 }
@@ -1025,11 +1155,11 @@ void alloc_put_head(struct zfs *fs, struct zfs_head *head)
 /* Lock order: a head's lock, then alloc_lock (as alloc_head_write()). */
 static void alloc_release_head(struct zfs *fs, struct zfs_head *h)
 {
-	pthread_mutex_lock(&h->lock);
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&h->lock, ZLOCK_HEAD);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	alloc_head_park(fs, h, 0);
-	pthread_mutex_unlock(&fs->alloc_lock);
-	pthread_mutex_unlock(&h->lock);
+	zlock_unmutex(&fs->alloc_lock);
+	zlock_unmutex(&h->lock);
 }
 
 void alloc_release_heads(struct zfs *fs)
@@ -1040,9 +1170,9 @@ void alloc_release_heads(struct zfs *fs)
 	alloc_release_head(fs, &fs->hot);
 	alloc_release_head(fs, &fs->gc);
 	alloc_release_head(fs, &fs->cold);
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	h = fs->heads;
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 	for (; h; h = h->next)
 		alloc_release_head(fs, h);
 }
@@ -1053,7 +1183,7 @@ int alloc_reserve(struct zfs *fs, uint64_t len, struct alloc_try *t)
 {
 	int ret = 0;
 
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	if (alloc_avail(fs) < fs->reserved + len) {
 		/*
 		 * Space may come back: dead zones wait for their freeing
@@ -1070,23 +1200,23 @@ int alloc_reserve(struct zfs *fs, uint64_t len, struct alloc_try *t)
 	} else {
 		fs->reserved += len;
 	}
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 	return ret;
 }
 
 void alloc_unreserve(struct zfs *fs, uint64_t len)
 {
-	pthread_mutex_lock(&fs->alloc_lock);
-	fs->reserved -= ZF_MIN(len, fs->reserved);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
+	fs->reserved = alloc_sub(fs->reserved, len, "reserved space");
 	alloc_event(fs);
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 }
 
 void alloc_restage(struct zfs *fs, uint64_t before, uint64_t after)
 {
-	pthread_mutex_lock(&fs->alloc_lock);
-	fs->reserved = fs->reserved + after - ZF_MIN(before, fs->reserved);
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
+	fs->reserved = alloc_sub(fs->reserved, before, "reserved space") + after;
+	zlock_unmutex(&fs->alloc_lock);
 }
 
 void alloc_space(struct zfs *fs, uint64_t *capacity, uint64_t *free,
@@ -1095,7 +1225,7 @@ void alloc_space(struct zfs *fs, uint64_t *capacity, uint64_t *free,
 	uint64_t cap = 0, u = 0, dead = 0, avail;
 	uint32_t i, floor;
 
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	floor = alloc_floor(fs, ALLOC_SHARED);
 	for (i = 0; i < fs->m.nr_zones; i++) {
 		struct zm_zone *z = &fs->m.zones[i];
@@ -1119,7 +1249,7 @@ void alloc_space(struct zfs *fs, uint64_t *capacity, uint64_t *free,
 	*free = avail > fs->reserved ? avail - fs->reserved : 0;
 	/* The reserve is not capacity users can fill (as alloc_avail()). */
 	*capacity = cap - ZF_MIN(cap, (uint64_t)floor * fs->max_zcap);
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 	*used = u;
 	*reclaimable = dead - ZF_MIN(dead, fs->waste_total);
 }

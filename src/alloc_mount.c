@@ -140,7 +140,7 @@ int alloc_init(struct zfs *fs)
 		alloc_check_wps(fs);
 		alloc_close_open(fs);
 	}
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	for (i = 0; i < fs->m.nr_zones; i++) {
 		struct zm_zone *z = &fs->m.zones[i];
 
@@ -191,7 +191,7 @@ int alloc_init(struct zfs *fs)
 	       fs->nr_active + 1 + fs->super_slot > fs->max_active &&
 	       alloc_free_slot(fs, NULL, true))
 		;
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 	fs->m.zone_dead = alloc_zone_dead;
 	fs->m.zone_dead_arg = fs;
 	return 0;

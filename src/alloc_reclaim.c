@@ -27,6 +27,8 @@ bool alloc_reset_now(struct zfs *fs)
 	uint64_t durable = jrnl_durable_seq(fs->j);
 	uint32_t i;
 
+	ZLOCK_HELD(&fs->alloc_lock);
+
 	for (i = 0; i < fs->nr_resetq; i++) {
 		uint32_t id = fs->resetq[i];
 		struct zm_zone *z = &fs->m.zones[id];
@@ -41,9 +43,9 @@ bool alloc_reset_now(struct zfs *fs)
 		/* BAD until reset: nothing takes it meanwhile. */
 		z->state = ZM_ZONE_BAD;
 		if (z->type == ZDEV_ZONE_SEQ && z->wp != z->start) {
-			pthread_mutex_unlock(&fs->alloc_lock);
+			zlock_unmutex(&fs->alloc_lock);
 			ret = zdev_reset(fs->dev, id);
-			pthread_mutex_lock(&fs->alloc_lock);
+			zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 		}
 		if (ret) {
 			fs->cap_dirty = true;
@@ -76,10 +78,10 @@ void alloc_zone_dead(void *arg, uint32_t zone, uint64_t seq)
 	 * for that commit now rather than at the end of the commit interval,
 	 * so that rm gives zones back in milliseconds, not seconds.
 	 */
-	pthread_mutex_lock(&fs->bg_lock);
+	zlock_mutex(&fs->bg_lock, ZLOCK_BG);
 	fs->bg_dead = true;
 	pthread_cond_signal(&fs->bg_cv);
-	pthread_mutex_unlock(&fs->bg_lock);
+	zlock_unmutex(&fs->bg_lock);
 }
 
 /* ---- reclaim ----------------------------------------------------------- */
@@ -93,8 +95,8 @@ int alloc_reclaim(struct zfs *fs)
 	if (fs->rdonly || fs->error)
 		return 0;
 	durable = jrnl_durable_seq(fs->j);
-	pthread_rwlock_rdlock(&fs->meta_lock);
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_rd(&fs->meta_lock, ZLOCK_META);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	for (i = 0; i < fs->nr_resetq;) {
 		uint32_t id = fs->resetq[i];
 		struct zm_zone *z = &fs->m.zones[id];
@@ -126,9 +128,9 @@ int alloc_reclaim(struct zfs *fs)
 		 */
 		fs->resetq[i] = fs->resetq[--fs->nr_resetq];
 		if (z->type == ZDEV_ZONE_SEQ && z->wp != z->start) {
-			pthread_mutex_unlock(&fs->alloc_lock);
+			zlock_unmutex(&fs->alloc_lock);
 			ret = zdev_reset(fs->dev, id);
-			pthread_mutex_lock(&fs->alloc_lock);
+			zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 		}
 		if (ret) {
 			zlog_err("%s: reset of zone %u failed: %s; the zone is retired",
@@ -148,9 +150,9 @@ int alloc_reclaim(struct zfs *fs)
 		rec.zone = htole32(id);
 		rec.reserved = 0;
 		rec.resets = htole64(z->resets);
-		pthread_mutex_unlock(&fs->alloc_lock);
+		zlock_unmutex(&fs->alloc_lock);
 		ret = rec_log(fs, ZF_REC_ZONE_RESET, &rec, sizeof(rec));
-		pthread_mutex_lock(&fs->alloc_lock);
+		zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 		z->flags = 0;
 		/*
 		 * Without its record the zone is free all the same: replay
@@ -167,8 +169,8 @@ int alloc_reclaim(struct zfs *fs)
 			break;
 		done++;
 	}
-	pthread_mutex_unlock(&fs->alloc_lock);
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unmutex(&fs->alloc_lock);
+	zlock_unrw(&fs->meta_lock);
 	return ret ? ret : (int)done;
 }
 
@@ -221,6 +223,8 @@ static uint32_t alloc_gc_head_victim(struct zfs *fs, enum gc_mode mode,
 				     uint64_t budget, uint64_t max_resets,
 				     uint64_t below)
 {
+	ZLOCK_HELD(&fs->alloc_lock);
+
 	/* Wear leveling takes its own head's zone too, into a new one. */
 	struct zfs_head *shared[] = { &fs->small, &fs->hot, &fs->cold };
 	uint32_t nshared = ZF_ARRAY_SIZE(shared) - (mode != GC_WEAR), i, best;
@@ -233,7 +237,7 @@ static uint32_t alloc_gc_head_victim(struct zfs *fs, enum gc_mode mode,
 			const struct zm_zone *z;
 			uint64_t dead, score;
 
-			if (h->zone == ZF_NO_ZONE || pthread_mutex_trylock(&h->lock))
+			if (h->zone == ZF_NO_ZONE || zlock_mutex_try(&h->lock, ZLOCK_HEAD))
 				continue;
 			z = &fs->m.zones[h->zone];
 			dead = (z->wp - z->start) -
@@ -248,11 +252,11 @@ static uint32_t alloc_gc_head_victim(struct zfs *fs, enum gc_mode mode,
 			if (h->zone != ZF_NO_ZONE && !z->pending &&
 			    z->valid <= budget && score > best_score) {
 				if (bh)
-					pthread_mutex_unlock(&bh->lock);
+					zlock_unmutex(&bh->lock);
 				bh = h;
 				best_score = score;
 			} else {
-				pthread_mutex_unlock(&h->lock);
+				zlock_unmutex(&h->lock);
 			}
 		}
 	}
@@ -261,7 +265,7 @@ static uint32_t alloc_gc_head_victim(struct zfs *fs, enum gc_mode mode,
 	best = bh->zone;
 	fs->m.zones[best].flags &= (uint8_t)~ZFS_ZF_HEAD;
 	bh->zone = ZF_NO_ZONE;
-	pthread_mutex_unlock(&bh->lock);
+	zlock_unmutex(&bh->lock);
 	alloc_settle(fs, best);
 	return best;
 }
@@ -281,6 +285,8 @@ static uint64_t alloc_gc_budget(struct zfs *fs, const struct zfs_head *head)
 				0 :
 				alloc_room(&fs->m.zones[head->zone]);
 
+	ZLOCK_HELD(&fs->alloc_lock);
+
 	for (i = 0; i < fs->m.nr_zones; i++)
 		nfree += fs->m.zones[i].state == ZM_ZONE_FREE;
 	return room + (nfree > floor ? (uint64_t)(nfree - floor) : 0) *
@@ -295,7 +301,7 @@ uint32_t alloc_gc_victim(struct zfs *fs, enum gc_mode mode,
 	double best_score = 0;
 	uint32_t i, best = ZF_NO_ZONE;
 
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	budget = alloc_gc_budget(fs, head);
 	for (i = 0; mode == GC_WEAR && i < fs->m.nr_zones; i++) {
 		const struct zm_zone *z = &fs->m.zones[i];
@@ -362,7 +368,7 @@ uint32_t alloc_gc_victim(struct zfs *fs, enum gc_mode mode,
 						     ~ZFS_ZF_PARKED) | ZFS_ZF_GC);
 		fs->nr_gc_victims++;
 	}
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 	return best;
 }
 
@@ -372,7 +378,7 @@ bool alloc_wear_lags(struct zfs *fs, uint32_t zone)
 	uint32_t i;
 	bool lags;
 
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	for (i = 0; i < fs->m.nr_zones; i++) {
 		const struct zm_zone *z = &fs->m.zones[i];
 
@@ -381,7 +387,7 @@ bool alloc_wear_lags(struct zfs *fs, uint32_t zone)
 			max = ZF_MAX(max, z->resets);
 	}
 	lags = fs->m.zones[zone].resets + ALLOC_WEAR_SPREAD <= max;
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 	return lags;
 }
 
@@ -389,7 +395,7 @@ void alloc_gc_done(struct zfs *fs, uint32_t zone)
 {
 	struct zm_zone *z = &fs->m.zones[zone];
 
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	z->flags &= (uint8_t)~ZFS_ZF_GC;
 	fs->nr_gc_victims--;
 	/*
@@ -401,7 +407,7 @@ void alloc_gc_done(struct zfs *fs, uint32_t zone)
 	if (z->valid && alloc_is_active(z))
 		z->flags |= ZFS_ZF_PARKED;
 	alloc_maybe_dead(fs, z);
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 }
 
 /* ---- the journal's zones ----------------------------------------------- */
@@ -410,13 +416,13 @@ int alloc_jrnl_done(struct zfs *fs, uint32_t zone, struct alloc_try *t)
 {
 	int ret = 0;
 
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	if (!alloc_finish_dev(fs, zone)) {
 		t->need = ALLOC_NEED_OPEN;
 		t->event = fs->event;
 		ret = -EAGAIN;
 	}
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 	return ret;
 }
 
@@ -424,12 +430,12 @@ void alloc_jrnl_release(struct zfs *fs, uint32_t zone)
 {
 	struct zm_zone *z = &fs->m.zones[zone];
 
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	z->state = ZM_ZONE_DATA;
 	fs->cap_dirty = true;
 	z->free_seq = 0;
 	z->flags = ZFS_ZF_RESETQ;
 	fs->resetq[fs->nr_resetq++] = zone;
 	alloc_settle(fs, zone);
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 }

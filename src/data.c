@@ -118,11 +118,11 @@ static char *data_buf_get(struct zfs *fs)
 {
 	char *b = NULL;
 
-	pthread_mutex_lock(&fs->wb_lock);
+	zlock_mutex(&fs->wb_lock, ZLOCK_WB);
 	if (fs->nr_pool)
 		b = fs->pool[--fs->nr_pool];
 	fs->pool_used = true;
-	pthread_mutex_unlock(&fs->wb_lock);
+	zlock_unmutex(&fs->wb_lock);
 	return b ? b : zdev_buf_alloc(fs->dev, ZFS_CHUNK);
 }
 
@@ -131,12 +131,12 @@ static void data_buf_put(struct zfs *fs, char *b, uint32_t len)
 	if (!b)
 		return;
 	if (len == ZFS_CHUNK) {
-		pthread_mutex_lock(&fs->wb_lock);
+		zlock_mutex(&fs->wb_lock, ZLOCK_WB);
 		if (fs->nr_pool < fs->pool_max) {
 			fs->pool[fs->nr_pool++] = b;
 			b = NULL;
 		}
-		pthread_mutex_unlock(&fs->wb_lock);
+		zlock_unmutex(&fs->wb_lock);
 	}
 	free(b);
 }
@@ -170,12 +170,12 @@ void data_pool_trim(struct zfs *fs)
 	for (;;) {
 		char *b = NULL;
 
-		pthread_mutex_lock(&fs->wb_lock);
+		zlock_mutex(&fs->wb_lock, ZLOCK_WB);
 		if (!fs->pool_used && fs->nr_pool > DATA_POOL_KEEP)
 			b = fs->pool[--fs->nr_pool];
 		else
 			fs->pool_used = false;
-		pthread_mutex_unlock(&fs->wb_lock);
+		zlock_unmutex(&fs->wb_lock);
 		if (!b)
 			return;
 		free(b);
@@ -255,11 +255,14 @@ bool data_unpin(struct zfs *fs, struct zfs_rt *rt, bool by_writeback)
 {
 	bool busy;
 
+	ZLOCK_HELD(&fs->meta_lock);
+	ZLOCK_HELD_EXCL(&rt->lock);
+
 	if (!rt->pinned || rt->open || rt->wb_first)
 		return false;
-	pthread_mutex_lock(&fs->wb_lock);
+	zlock_mutex(&fs->wb_lock, ZLOCK_WB);
 	busy = rt->wb_busy || rt->wb_queued;
-	pthread_mutex_unlock(&fs->wb_lock);
+	zlock_unmutex(&fs->wb_lock);
 	if (busy && !by_writeback)
 		return false;
 	rt->pinned = false;
@@ -269,7 +272,7 @@ bool data_unpin(struct zfs *fs, struct zfs_rt *rt, bool by_writeback)
 
 static void data_dirty_add(struct zfs *fs, struct zfs_rt *rt)
 {
-	pthread_mutex_lock(&fs->wb_lock);
+	zlock_mutex(&fs->wb_lock, ZLOCK_WB);
 	if (!rt->dirty) {
 		rt->dirty = true;
 		rt->dirty_prev = NULL;
@@ -278,12 +281,14 @@ static void data_dirty_add(struct zfs *fs, struct zfs_rt *rt)
 			fs->dirty->dirty_prev = rt;
 		fs->dirty = rt;
 	}
-	pthread_mutex_unlock(&fs->wb_lock);
+	zlock_unmutex(&fs->wb_lock);
 }
 
 /* Caller holds wb_lock. */
 static void data_dirty_del(struct zfs *fs, struct zfs_rt *rt)
 {
+	ZLOCK_HELD(&fs->wb_lock);
+
 	if (!rt->dirty)
 		return;
 	if (rt->dirty_prev)
@@ -298,6 +303,8 @@ static void data_dirty_del(struct zfs *fs, struct zfs_rt *rt)
 /* Queue @rt for the writeback threads. Caller holds wb_lock. */
 void data_queue(struct zfs *fs, struct zfs_rt *rt)
 {
+	ZLOCK_HELD(&fs->wb_lock);
+
 	rt->wb_queued = true;
 	rt->wb_next = NULL;
 	if (fs->wb_tail)
@@ -316,6 +323,8 @@ static void data_seal(struct zfs *fs, struct zfs_rt *rt, struct zfs_chunk *c)
 {
 	struct zfs_chunk **pp = &rt->open;
 
+	ZLOCK_HELD_EXCL(&rt->lock);
+
 	while (*pp != c)
 		pp = &(*pp)->next;
 	*pp = c->next;
@@ -327,19 +336,21 @@ static void data_seal(struct zfs *fs, struct zfs_rt *rt, struct zfs_chunk *c)
 		rt->wb_first = c;
 	rt->wb_last = c;
 
-	pthread_mutex_lock(&fs->wb_lock);
+	zlock_mutex(&fs->wb_lock, ZLOCK_WB);
 	fs->wb_pending++;
 	if (!rt->open)
 		data_dirty_del(fs, rt);
 	if (!rt->wb_queued && !rt->wb_busy)
 		data_queue(fs, rt);
-	pthread_mutex_unlock(&fs->wb_lock);
+	zlock_unmutex(&fs->wb_lock);
 }
 
 void data_seal_all(struct zfs *fs, struct zfs_rt *rt, uint64_t idle_ns)
 {
 	uint64_t now = zutil_now_mono_ns();
 	struct zfs_chunk *c = rt->open, *next;
+
+	ZLOCK_HELD_EXCL(&rt->lock);
 
 	for (; c; c = next) {
 		next = c->next;
@@ -354,6 +365,8 @@ static struct zfs_chunk *data_chunk_get(struct zfs *fs, struct zfs_rt *rt,
 					uint64_t foff)
 {
 	struct zfs_chunk **pp = &rt->open, *c;
+
+	ZLOCK_HELD_EXCL(&rt->lock);
 
 	while (*pp && (*pp)->foff < foff)
 		pp = &(*pp)->next;
@@ -411,9 +424,9 @@ ssize_t data_write(struct zfs *fs, struct zm_inode *in, const void *buf,
 		p += n;
 	}
 	if (grown) {
-		pthread_mutex_lock(&fs->wb_lock);
+		zlock_mutex(&fs->wb_lock, ZLOCK_WB);
 		fs->staged += (uint64_t)grown;
-		pthread_mutex_unlock(&fs->wb_lock);
+		zlock_unmutex(&fs->wb_lock);
 	}
 	/* Out of memory part way: the pieces copied are the write. */
 	if (pos == off)
@@ -431,6 +444,8 @@ void data_truncate_staged(struct zfs *fs, struct zfs_rt *rt, uint64_t size)
 {
 	struct zfs_chunk *c, **pp;
 	uint64_t freed = 0, unres = 0;
+
+	ZLOCK_HELD_EXCL(&rt->lock);
 
 	data_lost_cut(fs, rt->ino, size, UINT64_MAX);
 	/* Sealed chunks are immutable: lower their limit. */
@@ -470,12 +485,12 @@ void data_truncate_staged(struct zfs *fs, struct zfs_rt *rt, uint64_t size)
 	if (size < data_vsize(rt->inode))
 		rt->hot = true;
 	rt->vsize = size;
-	pthread_mutex_lock(&fs->wb_lock);
+	zlock_mutex(&fs->wb_lock, ZLOCK_WB);
 	fs->staged -= ZF_MIN(freed, fs->staged);
 	if (!rt->open)
 		data_dirty_del(fs, rt);
 	pthread_cond_broadcast(&fs->stage_cv);
-	pthread_mutex_unlock(&fs->wb_lock);
+	zlock_unmutex(&fs->wb_lock);
 	if (unres)
 		alloc_unreserve(fs, unres);
 	/* The caller still holds the inode: it is not freed from here. */
@@ -484,31 +499,31 @@ void data_truncate_staged(struct zfs *fs, struct zfs_rt *rt, uint64_t size)
 
 void data_discard(struct zfs *fs, struct zfs_rt *rt)
 {
-	pthread_rwlock_wrlock(&rt->lock);
+	zlock_wr(&rt->lock, ZLOCK_RT);
 	data_truncate_staged(fs, rt, 0);
-	pthread_rwlock_unlock(&rt->lock);
+	zlock_unrw(&rt->lock);
 }
 
 void data_throttle(struct zfs *fs)
 {
 	struct timespec ts;
 
-	pthread_mutex_lock(&fs->wb_lock);
+	zlock_mutex(&fs->wb_lock, ZLOCK_WB);
 	if (fs->staged <= fs->opts.stage_bytes) {
-		pthread_mutex_unlock(&fs->wb_lock);
+		zlock_unmutex(&fs->wb_lock);
 		return;
 	}
-	pthread_mutex_unlock(&fs->wb_lock);
+	zlock_unmutex(&fs->wb_lock);
 	/* Over budget: push out what is open, oldest writers first. */
 	data_seal_idle(fs, 0);
-	pthread_mutex_lock(&fs->wb_lock);
+	zlock_mutex(&fs->wb_lock, ZLOCK_WB);
 	while (fs->staged > fs->opts.stage_bytes && fs->wb_pending &&
 	       !fs->wb_stop) {
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += 1;
 		pthread_cond_timedwait(&fs->stage_cv, &fs->wb_lock, &ts);
 	}
-	pthread_mutex_unlock(&fs->wb_lock);
+	zlock_unmutex(&fs->wb_lock);
 }
 
 /* ---- read --------------------------------------------------------------------- */
@@ -565,6 +580,8 @@ int data_read_extents(struct zfs *fs, struct zm_inode *in, char *buf,
 	size_t blen = 0, bpos = 0;
 	bool any = false;
 	int ret = 0;
+
+	ZLOCK_HELD(&((struct zfs_rt *)in->rt)->lock);
 
 	/* Size the bounce buffer: the pieces that need it, in whole blocks. */
 	for (i = k; i < in->f.n_ext && in->f.ext[i].foff < end; i++) {
@@ -647,7 +664,7 @@ ssize_t data_read(struct zfs *fs, struct zm_inode *in, void *buf, size_t size,
 	uint64_t vsize;
 	ssize_t ret;
 
-	pthread_rwlock_rdlock(&rt->lock);
+	zlock_rd(&rt->lock, ZLOCK_RT);
 	vsize = data_vsize(in);
 	if (off >= vsize) {
 		ret = 0;
@@ -668,7 +685,7 @@ ssize_t data_read(struct zfs *fs, struct zm_inode *in, void *buf, size_t size,
 		data_overlay(c, buf, off, size);
 	ret = (ssize_t)size;
 out_unlock:
-	pthread_rwlock_unlock(&rt->lock);
+	zlock_unrw(&rt->lock);
 	return ret;
 }
 
@@ -685,26 +702,26 @@ int data_flush_inode(struct zfs *fs, struct zfs_rt *rt)
 {
 	int ret = 0;
 
-	pthread_rwlock_wrlock(&rt->lock);
+	zlock_wr(&rt->lock, ZLOCK_RT);
 	data_seal_all(fs, rt, 0);
-	pthread_rwlock_unlock(&rt->lock);
-	pthread_mutex_lock(&fs->wb_lock);
+	zlock_unrw(&rt->lock);
+	zlock_mutex(&fs->wb_lock, ZLOCK_WB);
 	for (;;) {
 		bool pending;
 
-		pthread_mutex_unlock(&fs->wb_lock);
-		pthread_rwlock_wrlock(&rt->lock);
+		zlock_unmutex(&fs->wb_lock);
+		zlock_wr(&rt->lock, ZLOCK_RT);
 		pending = rt->wb_first != NULL;
 		if (rt->wb_error)
 			ret = rt->wb_error;
 		rt->wb_error = 0;
-		pthread_mutex_lock(&fs->wb_lock);
-		pthread_rwlock_unlock(&rt->lock);
+		zlock_mutex(&fs->wb_lock, ZLOCK_WB);
+		zlock_unrw(&rt->lock);
 		if (!pending || fs->wb_stop)
 			break;
 		pthread_cond_wait(&rt->wb_done, &fs->wb_lock);
 	}
-	pthread_mutex_unlock(&fs->wb_lock);
+	zlock_unmutex(&fs->wb_lock);
 	return ret ? -EIO : 0;
 }
 
@@ -714,8 +731,8 @@ void data_seal_idle(struct zfs *fs, uint64_t idle_ns)
 	size_t n = 0, cap = 0, i;
 
 	/* meta_lock keeps every rt on the dirty list alive. */
-	pthread_rwlock_rdlock(&fs->meta_lock);
-	pthread_mutex_lock(&fs->wb_lock);
+	zlock_rd(&fs->meta_lock, ZLOCK_META);
+	zlock_mutex(&fs->wb_lock, ZLOCK_WB);
 	for (rt = fs->dirty; rt; rt = rt->dirty_next) {
 		if (n == cap) {
 			size_t ncap = cap ? cap * 2 : 64;
@@ -728,23 +745,23 @@ void data_seal_idle(struct zfs *fs, uint64_t idle_ns)
 		}
 		list[n++] = rt;
 	}
-	pthread_mutex_unlock(&fs->wb_lock);
+	zlock_unmutex(&fs->wb_lock);
 	for (i = 0; i < n; i++) {
-		pthread_rwlock_wrlock(&list[i]->lock);
+		zlock_wr(&list[i]->lock, ZLOCK_RT);
 		data_seal_all(fs, list[i], idle_ns);
-		pthread_rwlock_unlock(&list[i]->lock);
+		zlock_unrw(&list[i]->lock);
 	}
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	free(list);
 }
 
 int data_flush_all(struct zfs *fs)
 {
 	data_seal_idle(fs, 0);
-	pthread_mutex_lock(&fs->wb_lock);
+	zlock_mutex(&fs->wb_lock, ZLOCK_WB);
 	while (fs->wb_pending && !fs->wb_stop)
 		pthread_cond_wait(&fs->stage_cv, &fs->wb_lock);
-	pthread_mutex_unlock(&fs->wb_lock);
+	zlock_unmutex(&fs->wb_lock);
 	return 0;
 }
 
@@ -755,7 +772,7 @@ struct zfs_head *data_release_head(struct zfs *fs, struct zfs_rt *rt)
 	struct zfs_head *head = NULL;
 
 	(void)fs;
-	pthread_rwlock_wrlock(&rt->lock);
+	zlock_wr(&rt->lock, ZLOCK_RT);
 	if (rt->head && !rt->open && !rt->wb_first) {
 		head = rt->head;
 		rt->head = NULL;
@@ -763,7 +780,7 @@ struct zfs_head *data_release_head(struct zfs *fs, struct zfs_rt *rt)
 		/* Data still staged: the writeback gives it back when done. */
 		rt->put_head = true;
 	}
-	pthread_rwlock_unlock(&rt->lock);
+	zlock_unrw(&rt->lock);
 	return head;
 }
 
@@ -827,9 +844,9 @@ void data_rt_free(struct zfs *fs, struct zfs_rt *rt)
 	struct zfs_chunk *c, *next;
 	uint64_t freed = 0, unres = 0;
 
-	pthread_mutex_lock(&fs->wb_lock);
+	zlock_mutex(&fs->wb_lock, ZLOCK_WB);
 	data_dirty_del(fs, rt);
-	pthread_mutex_unlock(&fs->wb_lock);
+	zlock_unmutex(&fs->wb_lock);
 	for (c = rt->open; c; c = next) {
 		next = c->next;
 		freed += c->alloc;
@@ -852,9 +869,9 @@ void data_rt_free(struct zfs *fs, struct zfs_rt *rt)
 		alloc_put_head(fs, rt->head);
 		rt->head = NULL;
 	}
-	pthread_mutex_lock(&fs->wb_lock);
+	zlock_mutex(&fs->wb_lock, ZLOCK_WB);
 	fs->staged -= ZF_MIN(freed, fs->staged);
-	pthread_mutex_unlock(&fs->wb_lock);
+	zlock_unmutex(&fs->wb_lock);
 	if (unres)
 		alloc_unreserve(fs, unres);
 }

@@ -24,11 +24,11 @@ bool data_lost_hit(struct zfs *fs, uint64_t ino, uint64_t s, uint64_t e)
 
 	if (!atomic_load_explicit(&fs->nr_lost, memory_order_relaxed))
 		return false;
-	pthread_mutex_lock(&fs->lost_lock);
+	zlock_mutex(&fs->lost_lock, ZLOCK_LOST);
 	for (i = 0; i < fs->nr_lost && !hit; i++)
 		hit = fs->lost[i].ino == ino && fs->lost[i].s < e &&
 		      s < fs->lost[i].e;
-	pthread_mutex_unlock(&fs->lost_lock);
+	zlock_unmutex(&fs->lost_lock);
 	return hit;
 }
 
@@ -37,6 +37,8 @@ static int data_lost_room(struct zfs *fs, uint32_t n)
 {
 	uint32_t cap;
 	struct zfs_lost *l;
+
+	ZLOCK_HELD(&fs->lost_lock);
 
 	if (n <= fs->cap_lost)
 		return 0;
@@ -62,7 +64,7 @@ void data_lost_cut(struct zfs *fs, uint64_t ino, uint64_t s, uint64_t e)
 
 	if (!atomic_load_explicit(&fs->nr_lost, memory_order_relaxed))
 		return;
-	pthread_mutex_lock(&fs->lost_lock);
+	zlock_mutex(&fs->lost_lock, ZLOCK_LOST);
 	n = fs->nr_lost;
 	while (i < n) {
 		struct zfs_lost *l = &fs->lost[i];
@@ -88,7 +90,7 @@ void data_lost_cut(struct zfs *fs, uint64_t ino, uint64_t s, uint64_t e)
 		}
 	}
 	atomic_store_explicit(&fs->nr_lost, n, memory_order_relaxed);
-	pthread_mutex_unlock(&fs->lost_lock);
+	zlock_unmutex(&fs->lost_lock);
 }
 
 /* Mark [s, e) of @ino lost. Caller holds the rt lock exclusive. */
@@ -96,14 +98,14 @@ static void data_lost_add(struct zfs *fs, uint64_t ino, uint64_t s, uint64_t e)
 {
 	int ret;
 
-	pthread_mutex_lock(&fs->lost_lock);
+	zlock_mutex(&fs->lost_lock, ZLOCK_LOST);
 	ret = data_lost_room(fs, fs->nr_lost + 1);
 	if (!ret) {
 		fs->lost[fs->nr_lost] = (struct zfs_lost) { ino, s, e };
 		atomic_store_explicit(&fs->nr_lost, fs->nr_lost + 1,
 				      memory_order_relaxed);
 	}
-	pthread_mutex_unlock(&fs->lost_lock);
+	zlock_unmutex(&fs->lost_lock);
 	if (ret)
 		zlog_err("%s: out of memory marking bytes %" PRIu64 "..%" PRIu64
 			 " of inode %" PRIu64
@@ -123,6 +125,8 @@ void data_lost_update(struct zfs *fs, struct zfs_rt *rt,
 {
 	uint64_t lim = c->foff + c->limit;
 	uint32_t i;
+
+	ZLOCK_HELD_EXCL(&rt->lock);
 
 	for (i = 0; i < c->nr; i++) {
 		uint64_t s = c->foff + c->fill[i].s;

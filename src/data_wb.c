@@ -87,8 +87,8 @@ static int data_log_piece(struct zfs *fs, struct zfs_rt *rt,
 	uint64_t lim;
 	int ret = 0;
 
-	pthread_rwlock_rdlock(&fs->meta_lock);
-	pthread_rwlock_wrlock(&rt->lock);
+	zlock_rd(&fs->meta_lock, ZLOCK_META);
+	zlock_wr(&rt->lock, ZLOCK_RT);
 	lim = ZF_MIN(c->foff + c->limit, data_vsize(in));
 	if (foff < lim) {
 		uint64_t n = ZF_MIN(len, lim - foff);
@@ -103,8 +103,8 @@ static int data_log_piece(struct zfs *fs, struct zfs_rt *rt,
 		if (!ret)
 			rt->flushed += n;
 	}
-	pthread_rwlock_unlock(&rt->lock);
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&rt->lock);
+	zlock_unrw(&fs->meta_lock);
 	alloc_landed(fs, addr, ZF_ROUND_UP(len, (uint64_t)fs->bs), false);
 	return ret;
 }
@@ -122,7 +122,7 @@ static int data_write_chunk(struct zfs *fs, struct zfs_rt *rt,
 	int ret = 0;
 
 	*logged = c->foff;
-	pthread_rwlock_wrlock(&rt->lock);
+	zlock_wr(&rt->lock, ZLOCK_RT);
 	/*
 	 * A file that writes whole chunks is large: it gets zones of its
 	 * own. Small writes go to the shared heads: the rewrite stream for a
@@ -132,7 +132,7 @@ static int data_write_chunk(struct zfs *fs, struct zfs_rt *rt,
 		rt->head = alloc_private_head(fs, rt->group);
 	shared = rt->hot ? &fs->hot : &fs->small;
 	head = rt->head && (data_chunk_full(c) || !rt->hot) ? rt->head : shared;
-	pthread_rwlock_unlock(&rt->lock);
+	zlock_unrw(&rt->lock);
 
 	while (i < c->nr) {
 		uint32_t rs = ZF_ROUND_DOWN(c->fill[i].s, bs), re;
@@ -147,9 +147,9 @@ static int data_write_chunk(struct zfs *fs, struct zfs_rt *rt,
 						ZF_MIN(c->fill[i].e, c->limit), bs));
 		re = ZF_MIN(re, c->alloc);
 
-		pthread_rwlock_rdlock(&rt->lock);
+		zlock_rd(&rt->lock, ZLOCK_RT);
 		ret = data_rmw(fs, rt->inode, c, rs, re);
-		pthread_rwlock_unlock(&rt->lock);
+		zlock_unrw(&rt->lock);
 		if (ret)
 			return ret;
 		while (rs < re) {
@@ -182,23 +182,23 @@ static int data_write_chunk(struct zfs *fs, struct zfs_rt *rt,
 static void data_apply_chunk(struct zfs *fs, struct zfs_rt *rt,
 			     struct zfs_chunk *c, uint64_t logged)
 {
-	pthread_rwlock_rdlock(&fs->meta_lock);
-	pthread_rwlock_wrlock(&rt->lock);
+	zlock_rd(&fs->meta_lock, ZLOCK_META);
+	zlock_wr(&rt->lock, ZLOCK_RT);
 	data_lost_update(fs, rt, c, logged);
 	/* Retire the chunk: it is the oldest sealed one. */
 	rt->wb_first = c->next;
 	if (!rt->wb_first)
 		rt->wb_last = NULL;
-	pthread_rwlock_unlock(&rt->lock);
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&rt->lock);
+	zlock_unrw(&fs->meta_lock);
 
 	alloc_unreserve(fs, c->reserved);
-	pthread_mutex_lock(&fs->wb_lock);
+	zlock_mutex(&fs->wb_lock, ZLOCK_WB);
 	fs->staged -= ZF_MIN((uint64_t)c->alloc, fs->staged);
 	fs->wb_pending--;
 	pthread_cond_broadcast(&rt->wb_done);
 	pthread_cond_broadcast(&fs->stage_cv);
-	pthread_mutex_unlock(&fs->wb_lock);
+	zlock_unmutex(&fs->wb_lock);
 	data_chunk_free(fs, c);
 }
 
@@ -213,6 +213,9 @@ static void data_wb_done(struct zfs *fs, struct zfs_rt *rt)
 	uint64_t ino = rt->ino;
 	bool freeable;
 
+	ZLOCK_HELD(&fs->meta_lock);
+	ZLOCK_HELD_EXCL(&rt->lock);
+
 	/* Caller holds meta_lock shared and rt->lock exclusive. */
 	if (rt->put_head && !rt->open) {
 		head = rt->head;
@@ -220,22 +223,22 @@ static void data_wb_done(struct zfs *fs, struct zfs_rt *rt)
 		rt->put_head = false;
 	}
 	freeable = data_unpin(fs, rt, true);
-	pthread_mutex_lock(&fs->wb_lock);
+	zlock_mutex(&fs->wb_lock, ZLOCK_WB);
 	rt->wb_busy = false;
 	pthread_cond_broadcast(&rt->wb_done);
-	pthread_mutex_unlock(&fs->wb_lock);
-	pthread_rwlock_unlock(&rt->lock);
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unmutex(&fs->wb_lock);
+	zlock_unrw(&rt->lock);
+	zlock_unrw(&fs->meta_lock);
 	if (head)
 		alloc_put_head(fs, head);
 	if (freeable) {
 		struct zm_inode *in;
 
-		pthread_rwlock_wrlock(&fs->meta_lock);
+		zlock_wr(&fs->meta_lock, ZLOCK_META);
 		in = zm_iget(&fs->m, ino);
 		if (in)
 			data_inode_maybe_free(fs, in);
-		pthread_rwlock_unlock(&fs->meta_lock);
+		zlock_unrw(&fs->meta_lock);
 	}
 }
 
@@ -251,13 +254,13 @@ static bool data_wb_yield(struct zfs *fs, struct zfs_rt *rt)
 {
 	bool yield;
 
-	pthread_mutex_lock(&fs->wb_lock);
+	zlock_mutex(&fs->wb_lock, ZLOCK_WB);
 	yield = fs->wb_queue != NULL;
 	if (yield) {
 		rt->wb_busy = false;
 		data_queue(fs, rt); /* wakes a thread: the caller may be none */
 	}
-	pthread_mutex_unlock(&fs->wb_lock);
+	zlock_unmutex(&fs->wb_lock);
 	return yield;
 }
 
@@ -275,15 +278,15 @@ static void data_wb_inode(struct zfs *fs, struct zfs_rt *rt)
 		int ret;
 
 		/* meta_lock for data_wb_done()'s unpin (data_pin()). */
-		pthread_rwlock_rdlock(&fs->meta_lock);
-		pthread_rwlock_wrlock(&rt->lock);
+		zlock_rd(&fs->meta_lock, ZLOCK_META);
+		zlock_wr(&rt->lock, ZLOCK_RT);
 		c = rt->wb_first;
 		if (!c) {
 			data_wb_done(fs, rt);
 			return;
 		}
-		pthread_rwlock_unlock(&rt->lock);
-		pthread_rwlock_unlock(&fs->meta_lock);
+		zlock_unrw(&rt->lock);
+		zlock_unrw(&fs->meta_lock);
 		if (done++ == DATA_WB_BATCH) {
 			if (data_wb_yield(fs, rt))
 				return;
@@ -302,9 +305,9 @@ static void data_wb_inode(struct zfs *fs, struct zfs_rt *rt)
 					zdev_path(fs->dev), rt->ino,
 					ZF_MAX(logged, c->foff),
 					strerror(-ret));
-			pthread_rwlock_wrlock(&rt->lock);
+			zlock_wr(&rt->lock, ZLOCK_RT);
 			rt->wb_error = ret;
-			pthread_rwlock_unlock(&rt->lock);
+			zlock_unrw(&rt->lock);
 		}
 		data_apply_chunk(fs, rt, c, logged);
 	}
@@ -325,7 +328,7 @@ static void *data_wb_main(void *arg)
 	 * keep the default.
 	 */
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), DATA_WB_NICE);
-	pthread_mutex_lock(&fs->wb_lock);
+	zlock_mutex(&fs->wb_lock, ZLOCK_WB);
 	for (;;) {
 		struct zfs_rt *rt = fs->wb_queue;
 
@@ -340,11 +343,11 @@ static void *data_wb_main(void *arg)
 			fs->wb_tail = NULL;
 		rt->wb_queued = false;
 		rt->wb_busy = true;
-		pthread_mutex_unlock(&fs->wb_lock);
+		zlock_unmutex(&fs->wb_lock);
 		data_wb_inode(fs, rt);
-		pthread_mutex_lock(&fs->wb_lock);
+		zlock_mutex(&fs->wb_lock, ZLOCK_WB);
 	}
-	pthread_mutex_unlock(&fs->wb_lock);
+	zlock_unmutex(&fs->wb_lock);
 	return NULL;
 }
 
@@ -381,22 +384,22 @@ bool data_close_inode(struct zfs *fs, struct zfs_rt *rt)
 {
 	bool claim;
 
-	pthread_rwlock_wrlock(&rt->lock);
+	zlock_wr(&rt->lock, ZLOCK_RT);
 	if (!rt->seal_on_close) {
-		pthread_rwlock_unlock(&rt->lock);
+		zlock_unrw(&rt->lock);
 		return false;
 	}
 	rt->seal_on_close = false;
 	claim = !fs->space_low && rt->nr_open == 1 && !rt->wb_first;
 	if (claim) {
-		pthread_mutex_lock(&fs->wb_lock);
+		zlock_mutex(&fs->wb_lock, ZLOCK_WB);
 		claim = !rt->wb_queued && !rt->wb_busy;
 		if (claim) /* busy: the seal below does not queue it */
 			rt->wb_busy = true;
-		pthread_mutex_unlock(&fs->wb_lock);
+		zlock_unmutex(&fs->wb_lock);
 	}
 	data_seal_all(fs, rt, 0);
-	pthread_rwlock_unlock(&rt->lock);
+	zlock_unrw(&rt->lock);
 	return claim;
 }
 
@@ -447,11 +450,11 @@ void data_stop(struct zfs *fs)
 
 	if (!fs->wb_threads)
 		return;
-	pthread_mutex_lock(&fs->wb_lock);
+	zlock_mutex(&fs->wb_lock, ZLOCK_WB);
 	fs->wb_stop = true;
 	pthread_cond_broadcast(&fs->wb_cv);
 	pthread_cond_broadcast(&fs->stage_cv);
-	pthread_mutex_unlock(&fs->wb_lock);
+	zlock_unmutex(&fs->wb_lock);
 	for (i = 0; i < fs->nr_wb; i++)
 		pthread_join(fs->wb_threads[i], NULL);
 	free(fs->wb_threads);

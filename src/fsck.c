@@ -553,14 +553,20 @@ int zfs_fsck(const char *path, bool repair,
 			  "journal: not cleanly unmounted (normal after a crash): replay ended at: %s",
 			  fs->replay.stop);
 
-	/* Offline: nothing else touches the metadata. */
-	pthread_rwlock_wrlock(&fs->meta_lock);
+	/*
+	 * Offline: nothing else touches the metadata. The repairs change it
+	 * as records do, under both locks (a zone whose data they drop is
+	 * queued for its reset by the allocator).
+	 */
+	zlock_wr(&fs->meta_lock, ZLOCK_META);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	fsck_extents(&f);
 	fsck_failed_zones(&f);
 	fsck_overlaps(&f);
 	fsck_tree(&f);
 	fsck_links(&f);
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unmutex(&fs->alloc_lock);
+	zlock_unrw(&fs->meta_lock);
 
 	if (repair && res->fixed) {
 		ret = jrnl_roll(fs->j);

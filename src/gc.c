@@ -80,7 +80,7 @@ static int gc_pieces(struct zfs *fs, uint32_t zone, struct gc_piece **out,
 			if (!zm_is_reg(in))
 				continue;
 			if (rt)
-				pthread_rwlock_rdlock(&rt->lock);
+				zlock_rd(&rt->lock, ZLOCK_RT);
 			for (k = 0; k < in->f.n_ext; k++) {
 				const struct zm_extent *e = &in->f.ext[k];
 
@@ -93,7 +93,7 @@ static int gc_pieces(struct zfs *fs, uint32_t zone, struct gc_piece **out,
 
 					if (!nv) {
 						if (rt)
-							pthread_rwlock_unlock(&rt->lock);
+							zlock_unrw(&rt->lock);
 						free(v);
 						return -ENOMEM;
 					}
@@ -106,7 +106,7 @@ static int gc_pieces(struct zfs *fs, uint32_t zone, struct gc_piece **out,
 				n++;
 			}
 			if (rt)
-				pthread_rwlock_unlock(&rt->lock);
+				zlock_unrw(&rt->lock);
 		}
 	}
 	if (n) /* qsort(NULL, 0, ...) is undefined */
@@ -130,17 +130,17 @@ static int gc_log_move(struct zfs *fs, uint64_t ino, uint64_t old,
 	struct zfs_rt *rt;
 	int ret = 0;
 
-	pthread_rwlock_rdlock(&fs->meta_lock);
+	zlock_rd(&fs->meta_lock, ZLOCK_META);
 	in = zm_iget(&fs->m, ino);
 	if (in && zm_is_reg(in)) {
 		rt = in->rt;
 		if (rt)
-			pthread_rwlock_wrlock(&rt->lock);
+			zlock_wr(&rt->lock, ZLOCK_RT);
 		ret = rec_log(fs, ZF_REC_EXTENT_MOVE, &rec, sizeof(rec));
 		if (rt)
-			pthread_rwlock_unlock(&rt->lock);
+			zlock_unrw(&rt->lock);
 	}
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	return ret;
 }
 
@@ -219,7 +219,7 @@ int gc_collect(struct zfs *fs, uint32_t want, enum gc_mode mode,
 	buf = zdev_buf_alloc(fs->dev, bufsz);
 	if (!buf)
 		return -ENOMEM;
-	pthread_mutex_lock(&fs->gc_lock);
+	zlock_mutex(&fs->gc_lock, ZLOCK_GC);
 	while (freed < want) {
 		uint32_t zone = alloc_gc_victim(fs, mode, head);
 		struct gc_piece *pieces = NULL;
@@ -234,9 +234,9 @@ int gc_collect(struct zfs *fs, uint32_t want, enum gc_mode mode,
 			alloc_gc_done(fs, zone);
 			break;
 		}
-		pthread_rwlock_rdlock(&fs->meta_lock);
+		zlock_rd(&fs->meta_lock, ZLOCK_META);
 		ret = gc_pieces(fs, zone, &pieces, &n);
-		pthread_rwlock_unlock(&fs->meta_lock);
+		zlock_unrw(&fs->meta_lock);
 		zlog_debug("zone %u: %s moves %zu extents (%" PRIu64 " live bytes)",
 			   zone, mode == GC_WEAR ? "wear leveling" : "reclaim",
 			   n, fs->m.zones[zone].valid);
@@ -253,7 +253,7 @@ int gc_collect(struct zfs *fs, uint32_t want, enum gc_mode mode,
 		}
 		freed++;
 	}
-	pthread_mutex_unlock(&fs->gc_lock);
+	zlock_unmutex(&fs->gc_lock);
 	free(buf);
 	if (ret == -EAGAIN && freed)
 		ret = 0;

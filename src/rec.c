@@ -43,14 +43,16 @@ int rec_log(struct zfs *fs, uint16_t type, const void *rec, uint32_t len)
 	uint64_t seq;
 	int ret;
 
+	ZLOCK_HELD(&fs->meta_lock);
+
 	ret = rec_writable(fs);
 	if (ret)
 		return ret;
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	seq = jrnl_last_seq(fs->j) + 1;
 	ret = zm_apply(&fs->m, type, rec, len, seq, why, sizeof(why));
 	if (ret) {
-		pthread_mutex_unlock(&fs->alloc_lock);
+		zlock_unmutex(&fs->alloc_lock);
 		if (ret != -ENOMEM) {
 			zlog_err("%s: internal error: record type %u refused: %s",
 				 zdev_path(fs->dev), type, why);
@@ -60,7 +62,7 @@ int rec_log(struct zfs *fs, uint16_t type, const void *rec, uint32_t len)
 		return ret;
 	}
 	ret = jrnl_append(fs->j, type, rec, len, NULL);
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 	if (ret) {
 		/* Applied but not logged: the state is ahead of the log. */
 		rec_fail(fs, ret, "appending to the metadata journal");
@@ -97,15 +99,15 @@ int rec_snapshot(void *arg, zm_emit_fn emit, void *emit_arg)
 	struct zdev_stats ds;
 	int ret;
 
-	pthread_rwlock_wrlock(&fs->meta_lock);
+	zlock_wr(&fs->meta_lock, ZLOCK_META);
 	zdev_get_stats(fs->dev, &ds);
 	fs->m.counters.host_bytes = fs->base_host_bytes + fs->host_bytes;
 	fs->m.counters.device_bytes = fs->base_device_bytes + ds.bytes_written;
 	fs->m.counters.gc_bytes = fs->base_gc_bytes + fs->gc_bytes;
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	ret = zm_snap_encode(&fs->m, rec_snap_counted, &count);
-	pthread_mutex_unlock(&fs->alloc_lock);
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unmutex(&fs->alloc_lock);
+	zlock_unrw(&fs->meta_lock);
 	if (!ret)
 		fs->snap_bytes = count.bytes;
 	return ret;
@@ -116,10 +118,10 @@ void rec_durable(void *arg, uint64_t seq)
 	struct zfs *fs = arg;
 
 	(void)seq;
-	pthread_mutex_lock(&fs->bg_lock);
+	zlock_mutex(&fs->bg_lock, ZLOCK_BG);
 	fs->bg_kick = true;
 	pthread_cond_signal(&fs->bg_cv);
-	pthread_mutex_unlock(&fs->bg_lock);
+	zlock_unmutex(&fs->bg_lock);
 }
 
 /*

@@ -62,10 +62,12 @@ static bool zfs_rt_idle(struct zfs *fs, struct zfs_rt *rt)
 {
 	bool idle;
 
-	pthread_mutex_lock(&fs->wb_lock);
+	ZLOCK_HELD_EXCL(&fs->meta_lock);
+
+	zlock_mutex(&fs->wb_lock, ZLOCK_WB);
 	idle = !rt->open && !rt->wb_first &&
 	       !rt->wb_queued && !rt->wb_busy && !rt->dirty && !rt->head;
-	pthread_mutex_unlock(&fs->wb_lock);
+	zlock_unmutex(&fs->wb_lock);
 	return idle;
 }
 
@@ -93,7 +95,7 @@ void zfs_fill_stat(struct zfs *fs, const struct zm_inode *in, struct stat *st)
 	struct zfs_chunk *c;
 
 	if (rt)
-		pthread_rwlock_rdlock(&rt->lock);
+		zlock_rd(&rt->lock, ZLOCK_RT);
 	memset(st, 0, sizeof(*st));
 	st->st_ino = in->ino;
 	st->st_mode = in->mode;
@@ -121,7 +123,7 @@ void zfs_fill_stat(struct zfs *fs, const struct zm_inode *in, struct stat *st)
 	}
 	st->st_blocks = (blkcnt_t)(ZF_ROUND_UP(bytes, 4096u) / 512);
 	if (rt)
-		pthread_rwlock_unlock(&rt->lock);
+		zlock_unrw(&rt->lock);
 }
 
 static bool zfs_in_group(const struct zfs_ctx *ctx, uint32_t gid)
@@ -205,6 +207,8 @@ int zfs_get_dir(struct zfs *fs, uint64_t ino, struct zm_inode **dp)
 {
 	struct zm_inode *d = zm_iget(&fs->m, ino);
 
+	ZLOCK_HELD(&fs->meta_lock);
+
 	if (!d)
 		return -ENOENT;
 	if (!zm_is_dir(d))
@@ -225,7 +229,7 @@ int zfs_lookup(struct zfs *fs, uint64_t parent, const char *name,
 	size_t len;
 	int ret;
 
-	pthread_rwlock_rdlock(&fs->meta_lock);
+	zlock_rd(&fs->meta_lock, ZLOCK_META);
 	ret = zfs_get_dir(fs, parent, &dir);
 	if (ret)
 		goto out_unlock;
@@ -247,7 +251,7 @@ int zfs_lookup(struct zfs *fs, uint64_t parent, const char *name,
 	__atomic_add_fetch(&in->nlookup, 1, __ATOMIC_RELAXED);
 	zfs_fill_stat(fs, in, st);
 out_unlock:
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	return ret;
 }
 
@@ -255,19 +259,19 @@ void zfs_forget(struct zfs *fs, uint64_t ino, uint64_t nlookup)
 {
 	struct zm_inode *in;
 
-	pthread_rwlock_rdlock(&fs->meta_lock);
+	zlock_rd(&fs->meta_lock, ZLOCK_META);
 	in = zm_iget(&fs->m, ino);
 	if (!in || __atomic_sub_fetch(&in->nlookup,
 				      ZF_MIN(nlookup, in->nlookup),
 				      __ATOMIC_RELAXED) ||
 	    in->nopen) {
-		pthread_rwlock_unlock(&fs->meta_lock);
+		zlock_unrw(&fs->meta_lock);
 		return;
 	}
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 
 	/* Last reference: free an unlinked inode, drop idle runtime state. */
-	pthread_rwlock_wrlock(&fs->meta_lock);
+	zlock_wr(&fs->meta_lock, ZLOCK_META);
 	in = zm_iget(&fs->m, ino);
 	if (in && !zm_inode_busy(in)) {
 		if (!in->nlink)
@@ -275,7 +279,7 @@ void zfs_forget(struct zfs *fs, uint64_t ino, uint64_t nlookup)
 		else if (in->rt && zfs_rt_idle(fs, in->rt))
 			data_rt_destroy(in);
 	}
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 }
 
 int zfs_getattr(struct zfs *fs, uint64_t ino, struct stat *st)
@@ -283,13 +287,13 @@ int zfs_getattr(struct zfs *fs, uint64_t ino, struct stat *st)
 	struct zm_inode *in;
 	int ret = 0;
 
-	pthread_rwlock_rdlock(&fs->meta_lock);
+	zlock_rd(&fs->meta_lock, ZLOCK_META);
 	in = zm_iget(&fs->m, ino);
 	if (in)
 		zfs_fill_stat(fs, in, st);
 	else
 		ret = -ENOENT;
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	return ret;
 }
 
@@ -299,12 +303,12 @@ int zfs_access(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 	struct zm_inode *in;
 	int ret;
 
-	pthread_rwlock_rdlock(&fs->meta_lock);
+	zlock_rd(&fs->meta_lock, ZLOCK_META);
 	in = zm_iget(&fs->m, ino);
 	ret = in ? zfs_perm(ctx, in, mask) : -ENOENT;
 	if (!ret && (mask & W_OK) && fs->rdonly)
 		ret = -EROFS;
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	return ret;
 }
 
@@ -378,7 +382,7 @@ int zfs_setattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 	ret = rec_writable(fs);
 	if (ret)
 		return ret;
-	pthread_rwlock_wrlock(&fs->meta_lock);
+	zlock_wr(&fs->meta_lock, ZLOCK_META);
 	in = zm_iget(&fs->m, ino);
 	if (!in) {
 		ret = -ENOENT;
@@ -393,7 +397,7 @@ int zfs_setattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 			ret = -ENOMEM;
 			goto out_unlock;
 		}
-		pthread_rwlock_wrlock(&rt->lock);
+		zlock_wr(&rt->lock, ZLOCK_RT);
 	}
 	zfs_dattr(in, &rec.attr);
 	mode = in->mode & 07777;
@@ -470,11 +474,11 @@ int zfs_setattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 	}
 	ret = rec_log(fs, ZF_REC_SETATTR, &rec, sizeof(rec));
 	if (rt)
-		pthread_rwlock_unlock(&rt->lock);
+		zlock_unrw(&rt->lock);
 	if (!ret)
 		zfs_fill_stat(fs, in, st);
 out_unlock:
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	return ret;
 }
 
@@ -558,14 +562,14 @@ static int zfs_create_common(struct zfs *fs, const struct zfs_ctx *ctx,
 	ret = rec_writable(fs);
 	if (ret)
 		return ret;
-	pthread_rwlock_wrlock(&fs->meta_lock);
+	zlock_wr(&fs->meta_lock, ZLOCK_META);
 	ret = zfs_get_dir(fs, parent, &dir);
 	if (ret)
 		goto out_unlock;
 	e = zm_lookup(dir, name, len);
 	if (e && open && !(flags & O_EXCL)) {
 		/* create(2) of an existing file: an open of it. */
-		pthread_rwlock_unlock(&fs->meta_lock);
+		zlock_unrw(&fs->meta_lock);
 		ret = zfs_lookup(fs, parent, name, st);
 		if (ret)
 			return ret;
@@ -597,7 +601,7 @@ static int zfs_create_common(struct zfs *fs, const struct zfs_ctx *ctx,
 		in->nopen++;
 	zfs_fill_stat(fs, in, st);
 out_unlock:
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	return ret;
 }
 
@@ -672,7 +676,7 @@ int zfs_link(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 	ret = rec_writable(fs);
 	if (ret)
 		return ret;
-	pthread_rwlock_wrlock(&fs->meta_lock);
+	zlock_wr(&fs->meta_lock, ZLOCK_META);
 	ret = zfs_get_dir(fs, newparent, &dir);
 	if (ret)
 		goto out_unlock;
@@ -712,7 +716,7 @@ int zfs_link(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 	__atomic_add_fetch(&in->nlookup, 1, __ATOMIC_RELAXED);
 	zfs_fill_stat(fs, in, st);
 out_unlock:
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	return ret;
 }
 
@@ -756,7 +760,7 @@ static int zfs_remove(struct zfs *fs, const struct zfs_ctx *ctx,
 	ret = rec_writable(fs);
 	if (ret)
 		return ret;
-	pthread_rwlock_wrlock(&fs->meta_lock);
+	zlock_wr(&fs->meta_lock, ZLOCK_META);
 	ret = zfs_get_dir(fs, parent, &dir);
 	if (ret)
 		goto out_unlock;
@@ -800,7 +804,7 @@ static int zfs_remove(struct zfs *fs, const struct zfs_ctx *ctx,
 	zfs_last_link(fs, in);
 	ret = rec_log(fs, ZF_REC_UNLINK, rec, (uint32_t)(sizeof(*rec) + len));
 out_unlock:
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	return ret;
 }
 
@@ -853,7 +857,7 @@ static int zfs_rename_flush(struct zfs *fs, uint64_t parent, const char *name,
 	struct zfs_rt *rt = NULL;
 	int ret;
 
-	pthread_rwlock_rdlock(&fs->meta_lock);
+	zlock_rd(&fs->meta_lock, ZLOCK_META);
 	ret = zfs_get_dir(fs, parent, &sd);
 	if (!ret)
 		ret = zfs_get_dir(fs, newparent, &dd);
@@ -865,15 +869,15 @@ static int zfs_rename_flush(struct zfs *fs, uint64_t parent, const char *name,
 	/* The pin keeps the inode and its rt while meta_lock is let go. */
 	if (rt)
 		__atomic_add_fetch(&in->npin, 1, __ATOMIC_RELAXED);
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	if (!rt)
 		return 0;
 	ret = data_flush_inode(fs, rt);
-	pthread_rwlock_wrlock(&fs->meta_lock);
+	zlock_wr(&fs->meta_lock, ZLOCK_META);
 	__atomic_sub_fetch(&in->npin, 1, __ATOMIC_RELAXED);
 	if (!in->nlink && !zm_inode_busy(in))
 		data_inode_maybe_free(fs, in); /* unlinked meanwhile */
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	return ret;
 }
 
@@ -901,7 +905,7 @@ int zfs_rename(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t parent,
 		ret = zfs_rename_flush(fs, parent, name, newparent, newname);
 	if (ret)
 		return ret;
-	pthread_rwlock_wrlock(&fs->meta_lock);
+	zlock_wr(&fs->meta_lock, ZLOCK_META);
 	ret = zfs_get_dir(fs, parent, &sd);
 	if (!ret)
 		ret = zfs_get_dir(fs, newparent, &dd);
@@ -994,7 +998,7 @@ int zfs_rename(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t parent,
 	ret = rec_log(fs, ZF_REC_RENAME, rec,
 		      (uint32_t)(sizeof(*rec) + slen + dlen));
 out_unlock:
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	return ret;
 }
 
@@ -1003,7 +1007,7 @@ int zfs_readlink(struct zfs *fs, uint64_t ino, char *buf, size_t size)
 	struct zm_inode *in;
 	int ret;
 
-	pthread_rwlock_rdlock(&fs->meta_lock);
+	zlock_rd(&fs->meta_lock, ZLOCK_META);
 	in = zm_iget(&fs->m, ino);
 	if (!in) {
 		ret = -ENOENT;
@@ -1020,6 +1024,6 @@ int zfs_readlink(struct zfs *fs, uint64_t ino, char *buf, size_t size)
 		}
 		ret = (int)len;
 	}
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	return ret;
 }

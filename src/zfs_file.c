@@ -38,7 +38,7 @@ int zfs_open(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 		mask |= W_OK;
 	if ((mask & W_OK) && (ret = rec_writable(fs)))
 		return ret;
-	pthread_rwlock_wrlock(&fs->meta_lock);
+	zlock_wr(&fs->meta_lock, ZLOCK_META);
 	in = zm_iget(&fs->m, ino);
 	if (!in) {
 		ret = -ENOENT;
@@ -59,7 +59,7 @@ int zfs_open(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 	if (cachep)
 		cache = zfs_cache_mode(in, rt, acc);
 	in->nopen++;
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	if ((flags & O_TRUNC) && zm_is_reg(in)) {
 		struct stat a = { .st_size = 0 };
 
@@ -74,7 +74,7 @@ int zfs_open(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 		*cachep = cache;
 	return 0;
 out_unlock:
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	return ret;
 }
 
@@ -84,7 +84,7 @@ int zfs_release(struct zfs *fs, uint64_t ino, unsigned int cache)
 	struct zfs_head *head = NULL;
 	struct zm_inode *in;
 
-	pthread_rwlock_wrlock(&fs->meta_lock);
+	zlock_wr(&fs->meta_lock, ZLOCK_META);
 	in = zm_iget(&fs->m, ino);
 	if (in && in->nopen) {
 		struct zfs_rt *irt = in->rt;
@@ -111,7 +111,7 @@ int zfs_release(struct zfs *fs, uint64_t ino, unsigned int cache)
 	/* The last close of a large file gives its zone back. */
 	if (rt)
 		head = data_release_head(fs, rt);
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	if (head)
 		alloc_put_head(fs, head);
 	if (claimed)
@@ -167,7 +167,7 @@ ssize_t zfs_read(struct zfs *fs, uint64_t ino, void *buf, size_t size,
 
 	if (off < 0)
 		return -EINVAL;
-	pthread_rwlock_rdlock(&fs->meta_lock);
+	zlock_rd(&fs->meta_lock, ZLOCK_META);
 	in = zm_iget(&fs->m, ino);
 	if (!in)
 		ret = -ENOENT;
@@ -179,16 +179,16 @@ ssize_t zfs_read(struct zfs *fs, uint64_t ino, void *buf, size_t size,
 		ret = data_read(fs, in, buf, size, (uint64_t)off);
 	if (ret >= 0)
 		due = zfs_atime_due(fs, in);
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	if (due) {
-		pthread_rwlock_wrlock(&fs->meta_lock);
+		zlock_wr(&fs->meta_lock, ZLOCK_META);
 		in = zm_iget(&fs->m, ino);
 		if (in && in->rt) {
-			pthread_rwlock_wrlock(&((struct zfs_rt *)in->rt)->lock);
+			zlock_wr(&((struct zfs_rt *)in->rt)->lock, ZLOCK_RT);
 			zfs_touch_atime(fs, in);
-			pthread_rwlock_unlock(&((struct zfs_rt *)in->rt)->lock);
+			zlock_unrw(&((struct zfs_rt *)in->rt)->lock);
 		}
-		pthread_rwlock_unlock(&fs->meta_lock);
+		zlock_unrw(&fs->meta_lock);
 	}
 	return ret;
 }
@@ -212,7 +212,7 @@ ssize_t zfs_write(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 	ret = space_reserve(fs, ZF_ROUND_UP(size, (uint64_t)fs->bs) + 2 * fs->bs);
 	if (ret)
 		return ret;
-	pthread_rwlock_rdlock(&fs->meta_lock);
+	zlock_rd(&fs->meta_lock, ZLOCK_META);
 	in = zm_iget(&fs->m, ino);
 	rt = in ? in->rt : NULL;
 	if (!in) {
@@ -220,7 +220,7 @@ ssize_t zfs_write(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 	} else if (!zm_is_reg(in) || !rt) {
 		ret = zm_is_dir(in) ? -EISDIR : -EBADF;
 	} else {
-		pthread_rwlock_wrlock(&rt->lock);
+		zlock_wr(&rt->lock, ZLOCK_RT);
 		if (append)
 			off = (off_t)data_vsize(in);
 		if ((uint64_t)off + size > ZFS_MAX_FILE_SIZE) {
@@ -242,9 +242,9 @@ ssize_t zfs_write(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 				ret = data_write(fs, in, buf, size,
 						 (uint64_t)off);
 		}
-		pthread_rwlock_unlock(&rt->lock);
+		zlock_unrw(&rt->lock);
 	}
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	/* data_write took what it needed from the reservation. */
 	alloc_unreserve(fs, ZF_ROUND_UP(size, (uint64_t)fs->bs) + 2 * fs->bs);
 	if (ret > 0) {
@@ -263,12 +263,12 @@ int zfs_fsync(struct zfs *fs, uint64_t ino, bool datasync)
 	(void)datasync;
 	if (fs->rdonly)
 		return 0;
-	pthread_rwlock_rdlock(&fs->meta_lock);
+	zlock_rd(&fs->meta_lock, ZLOCK_META);
 	in = zm_iget(&fs->m, ino);
 	rt = in ? in->rt : NULL;
 	if (!in)
 		ret = -ENOENT;
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	/*
 	 * The rt outlives this window: it is freed only with meta_lock
 	 * exclusive when the inode is idle, and the caller holds it open.
@@ -304,7 +304,7 @@ int zfs_lseek(struct zfs *fs, uint64_t ino, off_t off, int whence, off_t *res)
 		return -EINVAL;
 	if (off < 0)
 		return -ENXIO;
-	pthread_rwlock_rdlock(&fs->meta_lock);
+	zlock_rd(&fs->meta_lock, ZLOCK_META);
 	in = zm_iget(&fs->m, ino);
 	rt = in ? in->rt : NULL;
 	if (!in || !zm_is_reg(in)) {
@@ -312,7 +312,7 @@ int zfs_lseek(struct zfs *fs, uint64_t ino, off_t off, int whence, off_t *res)
 		goto out_unlock;
 	}
 	if (rt)
-		pthread_rwlock_rdlock(&rt->lock);
+		zlock_rd(&rt->lock, ZLOCK_RT);
 	if ((uint64_t)off >= data_vsize(in)) {
 		ret = -ENXIO;
 	} else {
@@ -386,9 +386,9 @@ int zfs_lseek(struct zfs *fs, uint64_t ino, off_t off, int whence, off_t *res)
 		}
 	}
 	if (rt)
-		pthread_rwlock_unlock(&rt->lock);
+		zlock_unrw(&rt->lock);
 out_unlock:
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	return ret;
 }
 
@@ -429,7 +429,7 @@ int zfs_opendir(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino)
 	struct zm_inode *in;
 	int ret;
 
-	pthread_rwlock_rdlock(&fs->meta_lock);
+	zlock_rd(&fs->meta_lock, ZLOCK_META);
 	in = zm_iget(&fs->m, ino);
 	if (!in)
 		ret = -ENOENT;
@@ -437,7 +437,7 @@ int zfs_opendir(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino)
 		ret = -ENOTDIR;
 	else
 		ret = zfs_perm(ctx, in, R_OK);
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	return ret;
 }
 
@@ -450,7 +450,7 @@ int zfs_readdir(struct zfs *fs, uint64_t ino, off_t off, bool plus,
 	bool first = off < 1, due = false;
 	int ret;
 
-	pthread_rwlock_rdlock(&fs->meta_lock);
+	zlock_rd(&fs->meta_lock, ZLOCK_META);
 	ret = zfs_get_dir(fs, ino, &dir);
 	if (ret)
 		goto out_unlock;
@@ -496,17 +496,17 @@ int zfs_readdir(struct zfs *fs, uint64_t ino, off_t off, bool plus,
 	}
 	due = first && zfs_atime_due(fs, dir);
 out_unlock:
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	/*
 	 * Listing a directory reads it: atime as ext4 keeps it (relatime),
 	 * once per listing (its first chunk), not per getdents call.
 	 */
 	if (!ret && due) {
-		pthread_rwlock_wrlock(&fs->meta_lock);
+		zlock_wr(&fs->meta_lock, ZLOCK_META);
 		dir = zm_iget(&fs->m, ino);
 		if (dir && zm_is_dir(dir))
 			zfs_touch_atime(fs, dir);
-		pthread_rwlock_unlock(&fs->meta_lock);
+		zlock_unrw(&fs->meta_lock);
 	}
 	return ret;
 }

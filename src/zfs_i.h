@@ -42,6 +42,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "zlock.h"
 #include "zonefuse/jrnl.h"
 #include "zonefuse/meta.h"
 #include "zonefuse/zdev.h"
@@ -274,6 +275,7 @@ struct zfs {
 	_Atomic uint64_t gc_bytes;
 
 	struct jrnl_replay_info replay; /* how the mount's replay went */
+	bool verified;	/* checking builds: zm_verify() passed at mount */
 
 	/* The sticky error: a metadata write failed, we are read-only. */
 	_Atomic int error;

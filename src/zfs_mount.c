@@ -29,18 +29,18 @@ static int zfs_log_counters(struct zfs *fs)
 	/* Before meta_lock: the journal's committer may be waiting for it. */
 	jrnl_get_stats(fs->j, &js);
 	zdev_get_stats(fs->dev, &ds);
-	pthread_rwlock_rdlock(&fs->meta_lock);
+	zlock_rd(&fs->meta_lock, ZLOCK_META);
 	rec.host_bytes = htole64(fs->base_host_bytes + fs->host_bytes);
 	rec.device_bytes = htole64(fs->base_device_bytes + ds.bytes_written);
 	rec.gc_bytes = htole64(fs->base_gc_bytes + fs->gc_bytes);
 	rec.meta_bytes = htole64(fs->base_meta_bytes + js.meta_bytes);
 	if (le64toh(rec.host_bytes) == fs->m.counters.host_bytes &&
 	    le64toh(rec.device_bytes) == fs->m.counters.device_bytes) {
-		pthread_rwlock_unlock(&fs->meta_lock);
+		zlock_unrw(&fs->meta_lock);
 		return 0;
 	}
 	ret = rec_log(fs, ZF_REC_COUNTERS, &rec, sizeof(rec));
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	return ret;
 }
 
@@ -61,9 +61,9 @@ static bool zfs_wear_due(struct zfs *fs, uint64_t now, uint64_t idle_ns,
 	if (fs->opts.no_reclaim_thread || now < last + idle_ns ||
 	    now < wear_at || last == idle_since)
 		return false;
-	pthread_mutex_lock(&fs->wb_lock);
+	zlock_mutex(&fs->wb_lock, ZLOCK_WB);
 	due = !fs->wb_pending;
-	pthread_mutex_unlock(&fs->wb_lock);
+	zlock_unmutex(&fs->wb_lock);
 	return due;
 }
 
@@ -75,7 +75,7 @@ static void *zfs_bg_main(void *arg)
 	uint64_t next = zutil_now_mono_ns() + interval;
 	struct alloc_try t = { 0 };
 
-	pthread_mutex_lock(&fs->bg_lock);
+	zlock_mutex(&fs->bg_lock, ZLOCK_BG);
 	while (!fs->bg_stop) {
 		uint64_t now = zutil_now_mono_ns(), wake = next;
 		uint64_t idle_at = atomic_load(&fs->last_write_ns) + idle_ns;
@@ -101,7 +101,7 @@ static void *zfs_bg_main(void *arg)
 		kick = fs->bg_kick;
 		dead = fs->bg_dead;
 		fs->bg_kick = fs->bg_dead = false;
-		pthread_mutex_unlock(&fs->bg_lock);
+		zlock_unmutex(&fs->bg_lock);
 		if (!fs->error) {
 			wear = zfs_wear_due(fs, now, idle_ns, wear_at, idle_since);
 			if (zutil_now_mono_ns() >= next) {
@@ -135,10 +135,43 @@ static void *zfs_bg_main(void *arg)
 			    gc_collect(fs, 1, GC_COST_BENEFIT, &t) > 0)
 				jrnl_commit(fs->j, UINT64_MAX);
 		}
-		pthread_mutex_lock(&fs->bg_lock);
+		zlock_mutex(&fs->bg_lock, ZLOCK_BG);
 	}
-	pthread_mutex_unlock(&fs->bg_lock);
+	zlock_unmutex(&fs->bg_lock);
 	return NULL;
+}
+
+/*
+ * A checking build verifies the whole metadata set (zm_verify(): each
+ * zone's live bytes against its extents, extents sorted and in bounds)
+ * after replay, and again at unmount: state that verified at mount and
+ * does not at unmount is a bug of this session, and it aborts. An image
+ * that does not verify at mount is fsck's to report, not a bug here.
+ */
+static void zfs_verify(struct zfs *fs, bool at_mount)
+{
+#ifdef ZONEFUSE_CHECKS
+	char why[200];
+	int ret;
+
+	if (!at_mount && !fs->verified)
+		return;
+	zlock_wr(&fs->meta_lock, ZLOCK_META);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
+	ret = zm_verify(&fs->m, why, sizeof(why));
+	zlock_unmutex(&fs->alloc_lock);
+	zlock_unrw(&fs->meta_lock);
+	if (at_mount) {
+		fs->verified = !ret;
+	} else if (ret) {
+		zlog_err("internal error: %s: the metadata no longer holds together at unmount: %s",
+			 zdev_path(fs->dev), why);
+		abort();
+	}
+#else
+	(void)fs;
+	(void)at_mount;
+#endif
 }
 
 /* ---- mount, unmount ------------------------------------------------------------------------------------ */
@@ -230,6 +263,7 @@ int zfs_mount(const char *path, const struct zfs_opts *opts,
 	ret = alloc_init(fs);
 	if (ret)
 		goto out_jrnl;
+	zfs_verify(fs, true);
 	if (!fs->rdonly) {
 		if (info.damaged)
 			zlog_err("%s: the metadata journal is damaged: replay stopped at %s, and records up to seq %" PRIu64 " after it are lost; run `zonefuse fsck %s`",
@@ -287,10 +321,10 @@ static void zfs_bg_stop(struct zfs *fs)
 {
 	if (!fs->bg_started)
 		return;
-	pthread_mutex_lock(&fs->bg_lock);
+	zlock_mutex(&fs->bg_lock, ZLOCK_BG);
 	fs->bg_stop = true;
 	pthread_cond_signal(&fs->bg_cv);
-	pthread_mutex_unlock(&fs->bg_lock);
+	zlock_unmutex(&fs->bg_lock);
 	pthread_join(fs->bg_thread, NULL);
 	fs->bg_started = false;
 }
@@ -302,6 +336,7 @@ int zfs_unmount(struct zfs *fs)
 	if (!fs->rdonly && !fs->error) {
 		ret = data_flush_all(fs);
 		zfs_bg_stop(fs);
+		zfs_verify(fs, false);
 		/*
 		 * Zones whose data was deleted leave empty: the heads let go
 		 * of theirs, the freeing records are made durable, and then

@@ -29,11 +29,11 @@ int zfs_statfs(struct zfs *fs, struct statvfs *st)
 	st->f_blocks = cap / 4096;
 	st->f_bfree = ZF_MIN(free, cap) / 4096;
 	st->f_bavail = st->f_bfree;
-	pthread_rwlock_rdlock(&fs->meta_lock);
+	zlock_rd(&fs->meta_lock, ZLOCK_META);
 	/* No inode table to run out of: each new file costs a block or so. */
 	st->f_ffree = st->f_bfree;
 	st->f_files = fs->m.nr_inodes + st->f_ffree;
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	st->f_favail = st->f_ffree;
 	st->f_namemax = ZF_NAME_MAX;
 	st->f_fsid = le64toh(*(uint64_t *)fs->sb.uuid);
@@ -54,10 +54,10 @@ int zfs_get_stats(struct zfs *fs, struct zfs_stats *s)
 		    &s->reclaimable_bytes);
 	jrnl_get_stats(fs->j, &js);
 	zdev_get_stats(fs->dev, &ds);
-	pthread_rwlock_rdlock(&fs->meta_lock);
+	zlock_rd(&fs->meta_lock, ZLOCK_META);
 	s->files = fs->m.nr_files;
 	s->directories = fs->m.nr_dirs;
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	s->zones_total = fs->m.nr_zones;
 	s->resets_min = UINT64_MAX;
 	for (i = 0; i < fs->m.nr_zones; i++) {
@@ -98,9 +98,9 @@ int zfs_get_stats(struct zfs *fs, struct zfs_stats *s)
 		s->resets_max = ZF_MAX(s->resets_max, z->resets);
 	}
 	s->active_zones = fs->nr_active;
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 	s->host_bytes_written = fs->base_host_bytes + fs->host_bytes;
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	if (!n)
 		s->resets_min = 0;
 	s->resets_total = sum;
@@ -181,7 +181,7 @@ ssize_t zfs_extents_text(struct zfs *fs, uint64_t ino, char *buf, size_t size)
 	size_t off = 0;
 	uint32_t k;
 
-	pthread_rwlock_rdlock(&fs->meta_lock);
+	zlock_rd(&fs->meta_lock, ZLOCK_META);
 	in = zm_iget(&fs->m, ino);
 	if (!in) {
 		ret = -ENOENT;
@@ -190,7 +190,7 @@ ssize_t zfs_extents_text(struct zfs *fs, uint64_t ino, char *buf, size_t size)
 	if (!zm_is_reg(in))
 		goto out_unlock;
 	if (in->rt)
-		pthread_rwlock_rdlock(&((struct zfs_rt *)in->rt)->lock);
+		zlock_rd(&((struct zfs_rt *)in->rt)->lock, ZLOCK_RT);
 	for (k = 0; k < in->f.n_ext; k++) {
 		const struct zm_extent *e = &in->f.ext[k];
 		uint32_t z = zm_zone_of(&fs->m, e->addr);
@@ -207,11 +207,11 @@ ssize_t zfs_extents_text(struct zfs *fs, uint64_t ino, char *buf, size_t size)
 		off += (size_t)n;
 	}
 	if (in->rt)
-		pthread_rwlock_unlock(&((struct zfs_rt *)in->rt)->lock);
+		zlock_unrw(&((struct zfs_rt *)in->rt)->lock);
 	if (!ret)
 		ret = (ssize_t)off;
 out_unlock:
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	return ret;
 }
 

@@ -72,7 +72,7 @@ int zfs_setxattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 	rec = malloc(sizeof(*rec) + nlen + size);
 	if (!rec)
 		return -ENOMEM;
-	pthread_rwlock_wrlock(&fs->meta_lock);
+	zlock_wr(&fs->meta_lock, ZLOCK_META);
 	in = zm_iget(&fs->m, ino);
 	if (!in) {
 		ret = -ENOENT;
@@ -101,7 +101,7 @@ int zfs_setxattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 	ret = rec_log(fs, ZF_REC_XATTR_SET, rec,
 		      (uint32_t)(sizeof(*rec) + nlen + size));
 out_unlock:
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	free(rec);
 	return ret;
 }
@@ -151,7 +151,7 @@ ssize_t zfs_getxattr(struct zfs *fs, uint64_t ino, const char *name,
 			ret = zfs_copy_out(buf, (size_t)ret, value, size);
 		return ret;
 	}
-	pthread_rwlock_rdlock(&fs->meta_lock);
+	zlock_rd(&fs->meta_lock, ZLOCK_META);
 	in = zm_iget(&fs->m, ino);
 	if (!in) {
 		ret = -ENOENT;
@@ -163,7 +163,7 @@ ssize_t zfs_getxattr(struct zfs *fs, uint64_t ino, const char *name,
 				       value, size) :
 			  -ENODATA;
 	}
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	return ret;
 }
 
@@ -174,7 +174,7 @@ ssize_t zfs_listxattr(struct zfs *fs, uint64_t ino, char *list, size_t size)
 	size_t need = 0;
 	ssize_t ret;
 
-	pthread_rwlock_rdlock(&fs->meta_lock);
+	zlock_rd(&fs->meta_lock, ZLOCK_META);
 	in = zm_iget(&fs->m, ino);
 	if (!in) {
 		ret = -ENOENT;
@@ -195,7 +195,7 @@ ssize_t zfs_listxattr(struct zfs *fs, uint64_t ino, char *list, size_t size)
 		}
 	}
 out_unlock:
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	return ret;
 }
 
@@ -217,7 +217,7 @@ int zfs_removexattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 	if (ret)
 		return ret;
 	nlen = strlen(name);
-	pthread_rwlock_wrlock(&fs->meta_lock);
+	zlock_wr(&fs->meta_lock, ZLOCK_META);
 	in = zm_iget(&fs->m, ino);
 	if (!in) {
 		ret = -ENOENT;
@@ -238,6 +238,6 @@ int zfs_removexattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 	memcpy(rec + 1, name, nlen);
 	ret = rec_log(fs, ZF_REC_XATTR_DEL, rec, (uint32_t)(sizeof(*rec) + nlen));
 out_unlock:
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	return ret;
 }

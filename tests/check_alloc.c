@@ -257,13 +257,13 @@ START_TEST(test_copy_in_flight_keeps_free)
 	memset(buf, 0x5a, len);
 	alloc_space(fs, &cap, &free0, &used, &dead);
 
-	pthread_mutex_lock(&fs->gc_lock); /* the gc head is reclaim's */
+	zlock_mutex(&fs->gc_lock, ZLOCK_GC); /* the gc head is reclaim's */
 	TU_OK(alloc_head_write(fs, &fs->gc, buf, len, &addr, &done, &t));
 	ck_assert_uint_eq(done, len);
 	alloc_space(fs, &cap, &free1, &used, &dead);
 	ck_assert_uint_eq(free1, free0);
 	alloc_landed(fs, addr, done, true);
-	pthread_mutex_unlock(&fs->gc_lock);
+	zlock_unmutex(&fs->gc_lock);
 	alloc_space(fs, &cap, &free1, &used, &dead);
 	ck_assert_uint_eq(free1, free0);
 
@@ -425,11 +425,11 @@ START_TEST(test_finish_closed_zone)
 	for (k = 0; k < 1000 && parked == ZF_NO_ZONE; k++) {
 		struct timespec ts = { 0, 1000000 };
 
-		pthread_mutex_lock(&fs->alloc_lock);
+		zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 		for (i = 0; i < fs->m.nr_zones; i++)
 			if (fs->m.zones[i].flags & ZFS_ZF_PARKED)
 				parked = i;
-		pthread_mutex_unlock(&fs->alloc_lock);
+		zlock_unmutex(&fs->alloc_lock);
 		nanosleep(&ts, NULL);
 	}
 	ck_assert_uint_ne(parked, ZF_NO_ZONE);
@@ -437,9 +437,9 @@ START_TEST(test_finish_closed_zone)
 	/* The journal's commit closed it: the open zone is the chain's. */
 	tu_report1(fs->dev, parked, &rep);
 	ck_assert_int_eq(rep.cond, ZDEV_COND_CLOSED);
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	ck_assert(alloc_free_slot(fs, NULL, false));
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 	tu_report1(fs->dev, parked, &rep);
 	ck_assert_int_eq(rep.cond, ZDEV_COND_FULL);
 	tu_unmount(fs);
@@ -529,20 +529,20 @@ START_TEST(test_gc_budget)
 	TU_OK(tu_write(fs, "/a", 0, ZONE / 2, 2));
 	TU_OK(zfs_sync(fs));
 	/* Hide the free zones but the journal's two from reclaim. */
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	for (i = 0; i < fs->m.nr_zones; i++)
 		if (fs->m.zones[i].state == ZM_ZONE_FREE)
 			hidden[nh++] = i;
 	ck_assert_uint_gt(nh, 2);
 	for (i = 2; i < nh; i++)
 		fs->m.zones[hidden[i]].state = ZM_ZONE_BAD;
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 	ck_assert_uint_eq(fs->gc.zone, ZF_NO_ZONE);
 	ck_assert_int_eq(gc_collect(fs, 1, GC_GREEDY, &t), 0);
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	for (i = 2; i < nh; i++)
 		fs->m.zones[hidden[i]].state = ZM_ZONE_FREE;
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 	ck_assert_int_eq(gc_collect(fs, 1, GC_GREEDY, &t), 1);
 	TU_OK(zfs_sync(fs));
 	tu_unmount(fs);
@@ -564,7 +564,7 @@ START_TEST(test_wear_moves_cold)
 	fs = tu_mount(tu_img, false);
 	TU_OK(tu_write(fs, "/cold", 0, ZONE, 1));
 	TU_OK(zfs_sync(fs));
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	for (i = 0; i < fs->m.nr_zones; i++) {
 		struct zm_zone *z = &fs->m.zones[i];
 
@@ -580,7 +580,7 @@ START_TEST(test_wear_moves_cold)
 		if (fs->m.zones[i].state == ZM_ZONE_FREE)
 			worn = i;
 	fs->m.zones[worn].resets = 9;
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 
 	/* Not cold yet: written since the pool's last cycle. */
 	fs->host_bytes = 1000 * ZONE;
@@ -623,12 +623,12 @@ START_TEST(test_wear_rolls_journal)
 	n = jrnl_chain(fs->j, chain, 8);
 	ck_assert_uint_ge(n, 1);
 	old = chain[0];
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	for (i = 0; i < fs->m.nr_zones; i++)
 		if (fs->m.zones[i].state == ZM_ZONE_FREE ||
 		    fs->m.zones[i].state == ZM_ZONE_DATA)
 			fs->m.zones[i].resets = 3;
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 	fs->host_bytes = 1000 * ZONE;
 	ck_assert_int_eq(gc_wear(fs), 1);
 	n = jrnl_chain(fs->j, chain, 8);

@@ -262,11 +262,11 @@ static uint32_t n_extents(struct zfs *fs, const char *path)
 	uint32_t n;
 
 	ck_assert_int_gt(ino, 0);
-	pthread_rwlock_rdlock(&fs->meta_lock);
+	zlock_rd(&fs->meta_lock, ZLOCK_META);
 	in = zm_iget(&fs->m, (uint64_t)ino);
 	ck_assert_ptr_nonnull(in);
 	n = in->f.n_ext;
-	pthread_rwlock_unlock(&fs->meta_lock);
+	zlock_unrw(&fs->meta_lock);
 	return n;
 }
 
@@ -607,17 +607,17 @@ START_TEST(test_unpin_waits_for_meta_lock)
 			ck_assert_msg(
 				park_wait(),
 				"no writeback thread retired a chunk of /f in 10 s");
-			pthread_rwlock_wrlock(&fs->meta_lock);
+			zlock_wr(&fs->meta_lock, ZLOCK_META);
 			in = zm_iget(&fs->m, (uint64_t)ino);
 			ck_assert_ptr_nonnull(in);
 			rt = in->rt;
 			ck_assert_ptr_nonnull(rt); /* pinned: kept */
-			pthread_rwlock_rdlock(&rt->lock);
+			zlock_rd(&rt->lock, ZLOCK_RT);
 			queued = rt->wb_first != NULL;
-			pthread_rwlock_unlock(&rt->lock);
+			zlock_unrw(&rt->lock);
 			if (!queued)
 				break;
-			pthread_rwlock_unlock(&fs->meta_lock);
+			zlock_unrw(&fs->meta_lock);
 			park_release(true);
 		}
 		/* The last chunk retired; the thread has not let go yet. */
@@ -627,7 +627,7 @@ START_TEST(test_unpin_waits_for_meta_lock)
 		/* Unpinning without meta_lock would take it microseconds. */
 		usleep(50000);
 		ck_assert_uint_eq(in->npin, npin);
-		pthread_rwlock_unlock(&fs->meta_lock);
+		zlock_unrw(&fs->meta_lock);
 		TU_OK(tu_unlink(fs, "/f"));
 	}
 	tu_unmount(fs);

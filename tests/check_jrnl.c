@@ -1038,7 +1038,7 @@ START_TEST(test_chain_takes_dead_zone)
 	TU_OK(zfs_sync(fs));
 
 	/* Only /f's dead zones are left to take (in memory: no record). */
-	pthread_mutex_lock(&fs->alloc_lock);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	jrnl_get_stats(fs->j, &js);
 	for (i = 0; i < fs->m.nr_zones; i++) {
 		struct zm_zone *z = &fs->m.zones[i];
@@ -1049,7 +1049,7 @@ START_TEST(test_chain_takes_dead_zone)
 			z->state = ZM_ZONE_BAD;
 	}
 	fs->cap_dirty = true;
-	pthread_mutex_unlock(&fs->alloc_lock);
+	zlock_unmutex(&fs->alloc_lock);
 
 	memset(val, 'v', sizeof(val));
 	for (i = 0; i < 400; i++) {

@@ -238,7 +238,7 @@ START_TEST(test_writer_waits_for_slot)
 	alloc_landed(w.fs, addr, done, false);
 	ck_assert_uint_ne(w.fs->small.zone, ZF_NO_ZONE);
 	ck_assert_uint_eq(w.fs->nr_active, 1);
-	pthread_mutex_lock(&w.fs->small.lock); /* a write in flight */
+	zlock_mutex(&w.fs->small.lock, ZLOCK_HEAD); /* a write in flight */
 	w.head = &w.fs->hot;
 	w.buf = buf;
 	ck_assert_int_eq(pthread_create(&th, NULL, writer_main, &w), 0);
@@ -249,7 +249,7 @@ START_TEST(test_writer_waits_for_slot)
 		ck_assert_msg(!__atomic_load_n(&w.done, __ATOMIC_ACQUIRE),
 			      "the writer did not wait for the slot: %d", w.ret);
 	}
-	pthread_mutex_unlock(&w.fs->small.lock);
+	zlock_unmutex(&w.fs->small.lock);
 	ck_assert_int_eq(pthread_join(th, NULL), 0);
 	TU_OK(w.ret);
 	/* It took the small head's zone over: still one data zone active. */

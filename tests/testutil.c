@@ -357,9 +357,9 @@ bool tu_wait_freed(struct zfs *fs, uint64_t ino)
 	for (i = 0; i < 1000; i++) {
 		bool gone;
 
-		pthread_rwlock_rdlock(&fs->meta_lock);
+		zlock_rd(&fs->meta_lock, ZLOCK_META);
 		gone = !zm_iget(&fs->m, ino);
-		pthread_rwlock_unlock(&fs->meta_lock);
+		zlock_unrw(&fs->meta_lock);
 		if (gone)
 			return true;
 		usleep(10000);

@@ -1,17 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Inside the file system core: the state zfs.c (namespace, attributes),
- * data.c (staging, writeback, reads) and alloc.c (zones, space, reclaim)
- * share.
+ * Inside the file system core: the state zfs*.c (namespace, attributes,
+ * mount), data*.c (staging, writeback, reads), space.c (the policy for
+ * "no room now"), gc.c (reclaim, wear leveling), alloc*.c (zones, slots,
+ * space) and rec.c (the record operation) share. The calls go one way:
+ * zfs -> data -> space -> gc -> alloc -> rec -> meta, jrnl -> zdev.
  *
- * Locks, in the order they are taken:
+ * Locks, in the order they are taken (zlock.h checks it, and the
+ * "caller holds" of the functions that say so, in checking builds):
  *
- *   zfs_head.lock (mutex)    one write head: its zone's write pointer; held
- *                            across the device write (one write per zone).
- *                            A writeback thread holds its head while it
- *                            asks for a zone, which may run reclaim.
- *   zfs.gc_lock (mutex)      one reclaim at a time. Reclaim's own head
- *                            (zfs.gc) is locked under it.
+ *   zfs.gc_lock (mutex)      one reclaim at a time (and wear leveling).
  *   zfs.meta_lock (rwlock)   every metadata change holds it, shared for
  *                            data-path changes (size, extents), exclusive
  *                            for namespace changes; the journal's snapshot
@@ -20,15 +18,20 @@
  *   zfs_rt.lock (rwlock)     one inode's data: extents, size, times, staged
  *                            chunks. Readers shared, writers exclusive.
  *                            Several are taken in increasing ino order.
- *   zfs.alloc_lock (mutex)   zone states, free space, zone valid byte
- *                            counts (zm_zone.valid), the reset queue; other
- *                            heads' locks are only tried under it.
+ *   zfs.wb_lock (mutex)      writeback queue and staging memory.
+ *   zfs_head.lock (mutex)    one write head: its zone and that zone's write
+ *                            pointer; held across the device write (one
+ *                            write per zone) and nothing else: a head that
+ *                            cannot get a zone lets it go before the space
+ *                            policy waits or reclaims.
+ *   zfs.alloc_lock (mutex)   zone states, slots, open zones, free space,
+ *                            zone valid byte counts (zm_zone.valid), the
+ *                            reset queue; and the order of every metadata
+ *                            record (rec_log()). Other heads' locks are
+ *                            only tried under it.
+ *   zfs.lost_lock (mutex)    the lost ranges (data_lost.c): a leaf.
+ *   zfs.bg_lock (mutex)      the background thread's wake-ups: a leaf.
  *   jrnl's lock, zdev's locks
- *
- *   zfs.wb_lock (mutex)      writeback queue and staging memory; taken with
- *                            nothing above held, or under an rt lock.
- *   zfs.lost_lock (mutex)    the lost ranges (data.c): a leaf, taken
- *                            under an rt lock.
  *
  * An inode's metadata fields (mode, uid, times, size) are changed with
  * meta_lock held (either mode) and the inode's rt lock exclusive; they may
@@ -141,7 +144,8 @@ enum zfs_head_kind {
  */
 struct zfs_head {
 	pthread_mutex_t lock; /* held across the device write; zone is
-				 changed with it and alloc_lock held */
+				 changed with it and alloc_lock held
+				 (others only try it) */
 	uint32_t zone;	      /* ZF_NO_ZONE: take one on the next write */
 	enum zfs_head_kind kind;
 	uint64_t group;	      /* placement group (private heads) */
@@ -237,8 +241,9 @@ struct zfs {
 	pthread_t *wb_threads;
 
 	/*
-	 * Background: commit timer and reclaim. bg_lock is a leaf: taken
-	 * under alloc_lock (alloc_zone_dead()), nothing taken under it.
+	 * Background: commit timer, reclaim, wear leveling. bg_lock is a
+	 * leaf: taken under alloc_lock (alloc_zone_dead()), nothing taken
+	 * under it.
 	 */
 	pthread_t bg_thread;
 	bool bg_started;
@@ -248,7 +253,7 @@ struct zfs {
 	bool bg_dead;	       /* a zone's data all died: commit soon, so that
 				  it can be reset (protected by bg_lock) */
 
-	/* Reclaim: one collector at a time. Lock order: before meta_lock. */
+	/* Reclaim: one collector at a time. Lock order: first of all. */
 	pthread_mutex_t gc_lock;
 	_Atomic uint64_t wear_bytes; /* bytes wear leveling moved (gc_bytes
 					counts them too) */

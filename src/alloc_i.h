@@ -2,7 +2,7 @@
 /*
  * Inside the allocator: what alloc.c (zones, slots, heads, space),
  * alloc_reclaim.c (resets, reclaim's victims, the journal's zones) and
- * alloc_mount.c (classifying zones at mount) share. Everything here is
+ * alloc_mount.c (counting zones: at mount, from a report, checked) share. Everything here is
  * called with zfs.alloc_lock held.
  */
 #ifndef ZONEFUSE_ALLOC_I_H
@@ -84,6 +84,17 @@ bool alloc_finish(struct zfs *fs, struct zm_zone *z);
 bool alloc_free_slot(struct zfs *fs, struct zfs_head *self, bool any);
 /* Free zones @kind must leave to others. */
 uint32_t alloc_floor(struct zfs *fs, enum alloc_kind kind);
+/* The device refused a write for a limit: count again from a report. */
+void alloc_resync_locked(struct zfs *fs);
+#ifdef ZONEFUSE_CHECKS
+/* Check every count against its zones; abort on a mismatch. */
+void alloc_check(struct zfs *fs);
+#else
+static inline void alloc_check(struct zfs *fs)
+{
+	(void)fs;
+}
+#endif
 /*
  * Reset one dead zone whose freeing record is durable, now (alloc_lock is
  * dropped around the command). True if a zone became free.

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * The allocator at mount and unmount: what each zone is after replay
- * (free, data, parked, dead and queued for its reset), the counts against
- * the device's open and active limits, and the limits zonefuse needs.
+ * Counting zones: at mount, what each zone is after replay (free, data,
+ * parked, dead and queued for its reset) and the counts against the
+ * device's open and active limits; again from a zone report when the
+ * device refuses a write for a limit; the limits zonefuse needs; and, in
+ * a checking build, every count against its zones.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +65,149 @@ static void alloc_check_wps(struct zfs *fs)
 		}
 	}
 }
+
+/*
+ * Count again, from a zone report, the zones the device holds active and
+ * open: the device refused a write for a limit we thought was not reached.
+ * The counts of zones that are ours to know (heads' zones not yet written)
+ * stay; zones the device says are open but no write of ours is in flight
+ * to are closed, so that the open count starts again from what we know.
+ * alloc_lock held.
+ */
+void alloc_resync_locked(struct zfs *fs)
+{
+	uint32_t i, n = fs->m.nr_zones, open = 0, active = 0;
+	struct zdev_zone *rep = calloc(n, sizeof(*rep));
+
+	ZLOCK_HELD(&fs->alloc_lock);
+
+	if (!rep)
+		return;
+	if (zdev_report(fs->dev, 0, n, rep) != (int)n)
+		goto out_free;
+	for (i = 0; i < n; i++) {
+		struct zm_zone *z = &fs->m.zones[i];
+		struct zfs_zone_acct *a = &fs->acct[i];
+		bool o = rep[i].cond == ZDEV_COND_IMP_OPEN ||
+			 rep[i].cond == ZDEV_COND_EXP_OPEN;
+
+		if (rep[i].type != ZDEV_ZONE_SEQ)
+			continue;
+		if (o || rep[i].cond == ZDEV_COND_CLOSED) {
+			active++;
+			zlog_debug("zone %u active on the device (%s): state %u, flags 0x%x, counted %d, written %" PRIu64 " of %" PRIu64,
+				   i, zdev_cond_name(rep[i].cond), z->state,
+				   z->flags, a->active, z->wp - z->start, z->cap);
+			/* Believed full: the device did not finish it. */
+			if (!a->io && z->wp == z->start + z->cap) {
+				if (zdev_finish(fs->dev, i))
+					zlog_warn("%s: zone %u: finishing it failed",
+						  zdev_path(fs->dev), i);
+				else
+					o = false;
+			}
+		}
+		if (o && !a->io) {
+			zdev_zone_op(fs->dev, ZDEV_OP_CLOSE, i);
+			o = false;
+		}
+		if (a->open != (o || a->io)) {
+			a->open = o || a->io;
+			fs->nr_open += a->open ? 1 : (uint32_t)-1;
+		}
+		open += a->open;
+	}
+	zlog_warn("%s: the device refused a write for its open or active zone limit: it holds %u active zones (%u counted here, and the journal's and super zone's slots), %u open: recounted",
+		  zdev_path(fs->dev), active, fs->nr_active, open);
+	alloc_event(fs);
+out_free:
+	free(rep);
+}
+
+void alloc_resync(struct zfs *fs)
+{
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
+	alloc_resync_locked(fs);
+	zlock_unmutex(&fs->alloc_lock);
+}
+
+void alloc_describe(struct zfs *fs, char *buf, size_t len)
+{
+	uint32_t i, parked = 0, heads = 0, io = 0, free = 0, dead = 0;
+
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
+	for (i = 0; i < fs->m.nr_zones; i++) {
+		const struct zm_zone *z = &fs->m.zones[i];
+
+		parked += !!(z->flags & ZFS_ZF_PARKED);
+		heads += !!(z->flags & ZFS_ZF_HEAD);
+		io += fs->acct[i].io;
+		free += z->state == ZM_ZONE_FREE;
+		dead += !!(z->flags & ZFS_ZF_RESETQ);
+	}
+	snprintf(buf, len,
+		 "%u data zones active (%u of heads, %u parked) of %u slots (the journal's and %s the super zone's apart), %u open of %u, %u writes in flight, %u free zones, %u dead",
+		 fs->nr_active, heads, parked, fs->max_active,
+		 fs->super_slot ? "" : fs->super_busy ? "now" : "not",
+		 fs->nr_open, fs->max_open, io, free, dead);
+	zlock_unmutex(&fs->alloc_lock);
+}
+
+#ifdef ZONEFUSE_CHECKS
+/*
+ * The allocator's counts against the zones they count, checked in a
+ * checking build at every event (every state change a waiter could want):
+ * each running total equals its sum over the zones, no zone holds more
+ * live bytes than it can, and the device's limits are kept. A mismatch is
+ * a bug: say which, and abort. alloc_lock held.
+ */
+void alloc_check(struct zfs *fs)
+{
+	uint64_t pending = 0, waste = 0, live = 0;
+	uint32_t i, active = 0, open = 0;
+	char what[160] = "";
+
+	for (i = 0; i < fs->m.nr_zones; i++) {
+		const struct zm_zone *z = &fs->m.zones[i];
+
+		active += fs->acct[i].active;
+		open += fs->acct[i].open;
+		pending += z->pending;
+		waste += fs->acct[i].waste;
+		live += z->valid;
+		if (z->valid > z->cap || z->wp < z->start ||
+		    (z->type == ZDEV_ZONE_SEQ && z->wp > z->start + z->cap))
+			snprintf(what, sizeof(what),
+				 "zone %u: %" PRIu64 " live bytes, written %" PRIu64 " of %" PRIu64,
+				 i, z->valid, z->wp - z->start, z->cap);
+	}
+	if (active != fs->nr_active || open != fs->nr_open)
+		snprintf(what, sizeof(what), "%u active zones counted %u, %u open counted %u",
+			 active, fs->nr_active, open, fs->nr_open);
+	else if (pending != fs->pending_total || waste != fs->waste_total ||
+		 fs->copy_pending > fs->pending_total)
+		snprintf(what, sizeof(what), "pending %" PRIu64 " counted %" PRIu64 " (copies %" PRIu64 "), waste %" PRIu64 " counted %" PRIu64,
+			 pending, fs->pending_total, fs->copy_pending, waste,
+			 fs->waste_total);
+	else if (live != fs->m.live_bytes)
+		snprintf(what, sizeof(what), "live bytes %" PRIu64 " counted %" PRIu64,
+			 live, fs->m.live_bytes);
+	else if (fs->max_active &&
+		 fs->nr_active + 1 + (fs->super_slot || fs->super_busy) >
+			 fs->max_active)
+		snprintf(what, sizeof(what), "%u data zones active past a limit of %u",
+			 fs->nr_active, fs->max_active);
+	else if (fs->max_open && fs->nr_open > fs->max_open)
+		snprintf(what, sizeof(what), "%u zones open past a limit of %u",
+			 fs->nr_open, fs->max_open);
+	if (*what) {
+		zlog_err("internal error: the allocator's counts are wrong: %s",
+			 what);
+		abort();
+	}
+}
+#endif
+
 
 /*
  * The least zonefuse works with: two active zones, one for the journal's

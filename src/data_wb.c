@@ -216,8 +216,15 @@ static void data_wb_done(struct zfs *fs, struct zfs_rt *rt)
 	ZLOCK_HELD(&fs->meta_lock);
 	ZLOCK_HELD_EXCL(&rt->lock);
 
-	/* Caller holds meta_lock shared and rt->lock exclusive. */
-	if (rt->put_head && !rt->open) {
+	/*
+	 * The file closed with its data out: give its head back. Closed
+	 * means put_head (the last close found data staged), or no open
+	 * file at all: a close that came before this thread made the head
+	 * (data_write_chunk()) saw none to give back, and the head kept its
+	 * zone, and an active slot, until the kernel forgot the inode.
+	 */
+	if (rt->head && !rt->open &&
+	    (rt->put_head || !rt->inode->nopen)) {
 		head = rt->head;
 		rt->head = NULL;
 		rt->put_head = false;

@@ -3,7 +3,9 @@
 #
 # Runs the workloads of tests/space on real FUSE mounts over emulated
 # devices: checkpoint rotation (three ways), the mixed workload with
-# random overwrites at 90% full, and the fill to ENOSPC. Prints a table of
+# random overwrites at 90% full, the fill to ENOSPC, writers at the zone
+# limits (with their fsync latencies), the write-once fill and wear
+# leveling under rotation. Prints a table of
 # what they measured (host and device bytes, write amplification, bytes
 # copied by reclaim, resets per zone, where ENOSPC came against the
 # capacity, seconds) and writes it as JSON to bench/results/space.json.
@@ -33,8 +35,11 @@ declare -A WORKLOADS=(
 	[rotation-cap]="rotation.py cap"
 	[mixed]="mixed.py"
 	[fill]="fill.py"
+	[writers]="writers.py"
+	[writeonce]="writeonce.py"
+	[wear]="wear.py"
 )
-ORDER=(rotation-hf rotation-flat rotation-cap mixed fill)
+ORDER=(rotation-hf rotation-flat rotation-cap mixed fill writers writeonce wear)
 
 die()
 {
@@ -121,6 +126,13 @@ for key, f in figures.items():
 widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
 for r in [head] + rows:
     print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
+lat = [(k, f) for k, f in figures.items() if "fsync_p50_ms" in f]
+if lat:
+    print()
+    print("writers: fsync latency ms (p50 / p99 / max), seconds for all")
+    for k, f in lat:
+        print(f"  {k}: {f['fsync_p50_ms']} / {f['fsync_p99_ms']} / "
+              f"{f['fsync_max_ms']}, {f['seconds']} s")
 failed = [n for n, r in runs.items() if r["exit"]]
 if failed:
     print(f"tests that failed (figures above are still what they measured): "

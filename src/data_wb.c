@@ -379,13 +379,12 @@ static void *data_wb_main(void *arg)
  * switched 8.9 times per file, 3.8 with empty ones, and created 6.1-6.9k
  * files/s where writing on the closing thread makes 7.4-8.5k. The close
  * (RELEASE) does not make the program wait, so its thread may as well do
- * the write. Not while free zones run low (space_low): the writeback's
- * ENOSPC retries may wait for seconds, which a request thread should not.
- * The flag is the background thread's last look, so a close may still
- * meet ENOSPC first; it then waits as a writeback thread would, and sets
- * the flag for the closes after it. Before that, taking a zone may run
- * reclaim on the closing thread (alloc_head_zone()), as a WRITE's space
- * check does (alloc_reserve()): the write path's own backpressure.
+ * the write. Not while free zones run low (space_low): the space
+ * policy's reclaim and waits may take seconds, which a request thread
+ * should not. The flag is the background thread's last look, so a close
+ * may still meet no zone first; it then does what a writeback thread
+ * would (space_write()), which sets the flag for the closes after it: the
+ * write path's own backpressure, as a WRITE's space check is.
  */
 bool data_close_inode(struct zfs *fs, struct zfs_rt *rt)
 {

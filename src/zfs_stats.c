@@ -97,7 +97,12 @@ int zfs_get_stats(struct zfs *fs, struct zfs_stats *s)
 		s->resets_min = ZF_MIN(s->resets_min, z->resets);
 		s->resets_max = ZF_MAX(s->resets_max, z->resets);
 	}
-	s->active_zones = fs->nr_active;
+	/*
+	 * Slots held: the data zones counted active, the journal's chain's,
+	 * and the super zone's while it keeps one (or writes an anchor).
+	 */
+	s->active_zones = fs->nr_active + !fs->rdonly +
+			  (!fs->rdonly && (fs->super_slot || fs->super_busy));
 	zlock_unmutex(&fs->alloc_lock);
 	s->host_bytes_written = fs->base_host_bytes + fs->host_bytes;
 	zlock_unrw(&fs->meta_lock);

@@ -303,7 +303,9 @@ struct zfs_stats {
 							   the journal now */
 	double resets_mean;
 	uint64_t meta_resets_max;
-	uint32_t open_zones, active_zones;
+	uint32_t open_zones;
+	uint32_t active_zones; /* slots held: data zones, the journal's, the
+				  super zone's when it keeps one */
 	uint32_t max_open, max_active;
 	bool read_only;
 	int error; /* the sticky error, 0 if healthy */

@@ -8,10 +8,11 @@
 ZF_BUILD_PKGS=(gcc pkg-config meson ninja-build libfuse3-dev fuse3
 	libzbd-dev liburing-dev check)
 # What running and testing it needs on top (setfattr/getfattr, blkzone
-# tools, the format check and the script lint, and PyTorch and NumPy for
-# the training workloads of tests/train).
+# tools, the format check and the script lint, fuser to name what holds a
+# busy mount, and PyTorch and NumPy for the training workloads of
+# tests/train).
 ZF_TEST_PKGS=(attr zbd-utils clang-format shellcheck rsync git python3 gdb
-	python3-torch python3-numpy)
+	psmisc python3-torch python3-numpy)
 # What bench/run.sh needs on top of the build: fio for the I/O workloads,
 # getfattr for the stats, PyTorch for torch.save/load, matplotlib for the
 # chart, gdb for the stacks of a hung daemon.

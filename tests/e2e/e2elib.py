@@ -233,10 +233,61 @@ class Mount:
         if self.proc:
             self.proc.wait()
 
+    def holders(self):
+        """Processes with a file, a directory or a mapping open under the
+        mount (from /proc): what keeps a umount busy."""
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            base = f"/proc/{pid}"
+            try:
+                links = [os.path.join(base, "fd", f)
+                         for f in os.listdir(base + "/fd")]
+                links += [base + "/cwd", base + "/root"]
+                maps = open(base + "/maps").read()
+            except OSError:
+                continue
+            paths = []
+            for link in links:
+                try:
+                    t = os.readlink(link)
+                except OSError:
+                    continue
+                if t == self.dir or t.startswith(self.dir + "/"):
+                    paths.append(f"{os.path.basename(link)} -> {t}")
+            if self.dir + "/" in maps:
+                paths.append("a mapping")
+            if paths:
+                try:
+                    comm = open(base + "/comm").read().strip()
+                except OSError:
+                    comm = "?"
+                found.append(f"{pid} ({comm}): {', '.join(paths)}")
+        return found
+
     def umount(self):
-        """Unmount and wait for the daemon to finish writing and exit."""
-        r = subprocess.run(["umount", self.dir], capture_output=True, text=True)
-        assert r.returncode == 0, f"umount {self.dir}: {r.stderr}"
+        """Unmount and wait for the daemon to finish writing and exit.
+
+        A umount refused as busy is tried again for up to 5 s, and what
+        held the mount is logged (processes from /proc; none means a
+        reference of the kernel's own, such as a file whose last close is
+        still being released): on a loaded machine the test must not fail
+        for a reference that goes by itself, and must say what it was."""
+        t0 = time.time()
+        while True:
+            r = subprocess.run(["umount", self.dir], capture_output=True,
+                               text=True)
+            if r.returncode == 0 or "busy" not in r.stderr or \
+                    time.time() - t0 > 5:
+                break
+            who = self.holders()
+            log(f"umount {self.dir}: busy; held by "
+                f"{'; '.join(who) if who else 'no process (a kernel reference)'}"
+                "; trying again")
+            time.sleep(0.1)
+        assert r.returncode == 0, \
+            f"umount {self.dir}: {r.stderr.strip()}; held by {self.holders()}"
+        if time.time() - t0 > 0.5:
+            log(f"umount {self.dir}: unmounted after {time.time() - t0:.1f} s busy")
         self.wait_gone()
 
     def kill(self):

@@ -365,6 +365,43 @@ START_TEST(test_collect_enomem)
 }
 END_TEST
 
+/* ---- a large file's head without memory ------------------------------- */
+
+static int fail_heads; /* alloc_private_head() calls to fail from now */
+
+struct zfs_head *__real_alloc_private_head(struct zfs *fs, uint64_t group);
+struct zfs_head *__wrap_alloc_private_head(struct zfs *fs, uint64_t group);
+
+struct zfs_head *__wrap_alloc_private_head(struct zfs *fs, uint64_t group)
+{
+	if (__atomic_load_n(&fail_heads, __ATOMIC_RELAXED) > 0) {
+		__atomic_sub_fetch(&fail_heads, 1, __ATOMIC_RELAXED);
+		return NULL;
+	}
+	return __real_alloc_private_head(fs, group);
+}
+
+/*
+ * A large file whose own head cannot be made (no memory) writes through
+ * the small-file head: its data lands, fsync says 0, and it reads back.
+ */
+START_TEST(test_private_head_enomem)
+{
+	struct zfs *fs;
+
+	fs = mount_geom(16, 0, 0);
+	__atomic_store_n(&fail_heads, 1000, __ATOMIC_RELAXED);
+	TU_OK(tu_write(fs, "/big", 0, 3 * ZONE / 2, 4));
+	TU_OK(zfs_sync(fs));
+	ck_assert_int_lt(__atomic_load_n(&fail_heads, __ATOMIC_RELAXED), 1000);
+	__atomic_store_n(&fail_heads, 0, __ATOMIC_RELAXED);
+	tu_unmount(fs);
+	fs = tu_mount(tu_img, true);
+	TU_OK(tu_verify(fs, "/big", 0, 3 * ZONE / 2, 4));
+	tu_unmount(fs);
+}
+END_TEST
+
 static void add(Suite *s, const char *name, const TTest *t)
 {
 	tu_add_case(s, name, t, tu_img_setup, tu_img_teardown, 60);
@@ -384,6 +421,7 @@ int main(void)
 	add(s, "private_falls_back", test_private_falls_back);
 	add(s, "reserve_enospc", test_reserve_enospc);
 	add(s, "collect_enomem", test_collect_enomem);
+	add(s, "private_head_enomem", test_private_head_enomem);
 	printf("check_space: the space policy, row by row, and what it makes writers do\n");
 	return tu_run(s);
 }

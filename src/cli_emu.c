@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* zonefuse emu create IMAGE --size SIZE [geometry options] */
+/*
+ * zonefuse emu create IMAGE --size SIZE [geometry options]
+ * zonefuse emu media-error IMAGE [--offset OFF [--length LEN] | --clear]
+ */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -22,7 +26,15 @@ static void emu_usage(FILE *f)
 		"  --max-active N         active zone limit, 0 = none (default 0)\n"
 		"  --conventional N       conventional zones at the start (default 0)\n"
 		"  --block-size N         logical block size, 512 or 4096 (default 4096)\n"
-		"SIZE takes a K, M, G or T suffix (powers of 1024).\n");
+		"SIZE takes a K, M, G or T suffix (powers of 1024).\n"
+		"\n"
+		"usage: zonefuse emu media-error IMAGE [--offset OFF [--length LEN] | --clear]\n"
+		"Make device bytes of IMAGE unreadable (reads of them fail with EIO, as a\n"
+		"drive's bad blocks do, until their zone is reset), list them, or clear them.\n"
+		"\n"
+		"  --offset OFF           first unreadable device byte\n"
+		"  --length LEN           how many (default 4K)\n"
+		"  --clear                make every byte readable again\n");
 }
 
 static int emu_create(int argc, char **argv)
@@ -124,6 +136,95 @@ static int emu_create(int argc, char **argv)
 	return 0;
 }
 
+static int emu_media_error(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "offset", required_argument, NULL, 'o' },
+		{ "length", required_argument, NULL, 'l' },
+		{ "clear", no_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct zemu_bad bad[ZEMU_MAX_BAD];
+	uint64_t off = 0, len = 4096;
+	bool have_off = false, clear = false;
+	char err[512] = "";
+	struct zdev *dev;
+	uint32_t i, n;
+	int c, ret;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			if (cli_size_arg("emu", "--offset", optarg, &off))
+				return CLI_EXIT_USAGE;
+			have_off = true;
+			break;
+		case 'l':
+			if (cli_size_arg("emu", "--length", optarg, &len))
+				return CLI_EXIT_USAGE;
+			if (!len) {
+				cli_error("emu", "--length must not be 0");
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'c':
+			clear = true;
+			break;
+		case 'h':
+			emu_usage(stdout);
+			return 0;
+		default:
+			emu_usage(stderr);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind + 1 != argc || (clear && have_off)) {
+		cli_error("emu", optind + 1 != argc ?
+					 "media-error: expected one IMAGE" :
+					 "media-error: --clear takes no --offset");
+		emu_usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	ret = zdev_open(argv[optind],
+			(have_off || clear ? ZDEV_EXCL : ZDEV_RDONLY) | ZDEV_WAIT,
+			&dev, err, sizeof(err));
+	if (ret) {
+		cli_error("emu", "%s", err[0] ? err : strerror(-ret));
+		return 1;
+	}
+	if (!zemu_is(dev)) {
+		cli_error("emu", "%s: not an emulator image: media errors are the emulator's",
+			  argv[optind]);
+		zdev_close(dev);
+		return 1;
+	}
+	if (have_off || clear) {
+		ret = zemu_set_bad(dev, off, clear ? 0 : len);
+		if (ret) {
+			if (ret == -ENOSPC)
+				cli_error("emu", "%s: it holds %u media errors already, the most an image keeps (--clear them first)",
+					  argv[optind], ZEMU_MAX_BAD);
+			else
+				cli_error("emu", "%s: %s", argv[optind],
+					  ret == -EINVAL ? "that range is outside the device" :
+							   strerror(-ret));
+			zdev_close(dev);
+			return 1;
+		}
+	}
+	n = zemu_bad_list(dev, bad, ZEMU_MAX_BAD);
+	for (i = 0; i < n; i++)
+		printf("%s: unreadable: %" PRIu64 " bytes at device offset %" PRIu64 " (zone %u)\n",
+		       argv[optind], bad[i].len, bad[i].off,
+		       zdev_zone_of(dev, bad[i].off));
+	if (!n)
+		printf("%s: no media errors\n", argv[optind]);
+	zdev_close(dev);
+	return 0;
+}
+
 int cli_emu(int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -132,7 +233,9 @@ int cli_emu(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "create"))
 		return emu_create(argc - 1, argv + 1);
-	cli_error("emu", "unknown command '%s' (try: zonefuse emu create)",
+	if (!strcmp(argv[1], "media-error"))
+		return emu_media_error(argc - 1, argv + 1);
+	cli_error("emu", "unknown command '%s' (try: zonefuse emu create, zonefuse emu media-error)",
 		  argv[1]);
 	return CLI_EXIT_USAGE;
 }

@@ -66,7 +66,10 @@ struct zemu_disk_hdr {
 	uint64_t media_bytes_written; /* 80: lifetime, at the last flush */
 	uint64_t flushes;	      /* 88: lifetime */
 	uint64_t resets;	      /* 96: lifetime, all zones */
-	uint8_t reserved[148];	      /* 104 */
+	uint32_t nr_bad;	      /* 104: media errors in bad[] */
+	uint32_t reserved0b;	      /* 108 */
+	struct zemu_bad bad[ZEMU_MAX_BAD]; /* 112: unreadable ranges */
+	uint8_t reserved[12];	      /* 240 */
 	uint32_t crc;		      /* 252: CRC32C of bytes 0-251 */
 };
 _Static_assert(sizeof(struct zemu_disk_hdr) == 256, "zemu header size");
@@ -121,6 +124,16 @@ struct zemu {
 	pthread_mutex_t flush_lock;
 
 	_Atomic uint64_t media_bytes_written, flushes, resets;
+
+	/*
+	 * Media errors: the device ranges whose reads fail (hdr.bad, in
+	 * host order here). Protected by bad_lock; nr_bad is also read
+	 * without it, so that reads skip the lock while there are none.
+	 * Lock order: zemu_zone.lock -> bad_lock; flush_lock -> bad_lock.
+	 */
+	pthread_mutex_t bad_lock;
+	_Atomic uint32_t nr_bad;
+	struct zemu_bad bad[ZEMU_MAX_BAD];
 };
 
 static struct zemu *to_zemu(struct zdev *dev)
@@ -299,10 +312,19 @@ static void zemu_hdr_seal(struct zemu_disk_hdr *h)
 static int zemu_hdr_write(struct zemu *e)
 {
 	struct zemu_disk_hdr h = e->hdr;
+	uint32_t i;
 
 	h.media_bytes_written = htole64(e->media_bytes_written);
 	h.flushes = htole64(e->flushes);
 	h.resets = htole64(e->resets);
+	memset(h.bad, 0, sizeof(h.bad));
+	pthread_mutex_lock(&e->bad_lock);
+	h.nr_bad = htole32(e->nr_bad);
+	for (i = 0; i < e->nr_bad; i++) {
+		h.bad[i].off = htole64(e->bad[i].off);
+		h.bad[i].len = htole64(e->bad[i].len);
+	}
+	pthread_mutex_unlock(&e->bad_lock);
 	zemu_hdr_seal(&h);
 	return zemu_pwrite_full(e->fd, &h, sizeof(h), 0);
 }
@@ -340,6 +362,49 @@ static int zemu_report(struct zdev *dev, uint32_t first, uint32_t nr,
 	return (int)nr;
 }
 
+/* Does a read of [@off, @off + @len) meet a media error? */
+static bool zemu_bad_hit(struct zemu *e, uint64_t off, uint64_t len)
+{
+	bool hit = false;
+	uint32_t i;
+
+	if (!atomic_load_explicit(&e->nr_bad, memory_order_relaxed))
+		return false;
+	pthread_mutex_lock(&e->bad_lock);
+	for (i = 0; i < e->nr_bad && !hit; i++)
+		hit = e->bad[i].off < off + len &&
+		      off < e->bad[i].off + e->bad[i].len;
+	pthread_mutex_unlock(&e->bad_lock);
+	return hit;
+}
+
+/*
+ * Forget the media errors inside [@off, @off + @len): the range was
+ * erased (a zone reset) or rewritten whole (a conventional write), as a
+ * drive remaps a bad block when it is written again. Returns whether
+ * any went (the header must then be written).
+ */
+static bool zemu_bad_clear(struct zemu *e, uint64_t off, uint64_t len)
+{
+	bool gone = false;
+	uint32_t i = 0;
+
+	if (!atomic_load_explicit(&e->nr_bad, memory_order_relaxed))
+		return false;
+	pthread_mutex_lock(&e->bad_lock);
+	while (i < e->nr_bad) {
+		if (e->bad[i].off >= off &&
+		    e->bad[i].off + e->bad[i].len <= off + len) {
+			e->bad[i] = e->bad[--e->nr_bad];
+			gone = true;
+		} else {
+			i++;
+		}
+	}
+	pthread_mutex_unlock(&e->bad_lock);
+	return gone;
+}
+
 /*
  * Reads are not serialised against writes: data below a write pointer
  * never changes until a reset, and a reader racing a reset of the zone it
@@ -357,6 +422,9 @@ static int zemu_read(struct zdev *dev, void *buf, size_t len, uint64_t off)
 		size_t n = (size_t)(end - off), valid = n;
 		int ret;
 
+		/* A drive fails the whole command on a media error. */
+		if (zemu_bad_hit(e, off, n))
+			return -EIO;
 		if (z->type == ZDEV_ZONE_SEQ) {
 			uint64_t wp = z->wp;
 
@@ -413,6 +481,11 @@ static int zemu_write_conv(struct zemu *e, const void *buf, size_t len,
 	ret = zemu_write_data(e, buf, len, off);
 	if (!ret)
 		e->media_bytes_written += len;
+	if (!ret && zemu_bad_clear(e, off, len)) {
+		pthread_mutex_lock(&e->flush_lock);
+		ret = zemu_hdr_write(e);
+		pthread_mutex_unlock(&e->flush_lock);
+	}
 	return ret;
 }
 
@@ -497,6 +570,11 @@ out_unlock:
 
 static int zemu_reset_locked(struct zemu *e, struct zemu_zone *z)
 {
+	/*
+	 * The erase remaps the zone's bad blocks, empty or not; the list
+	 * is persisted with the header at the next flush, as the counters.
+	 */
+	zemu_bad_clear(e, z->start, z->len);
 	if (z->cond == ZDEV_COND_EMPTY)
 		return 0;
 	pthread_mutex_lock(&e->res_lock);
@@ -660,6 +738,7 @@ static void zemu_close(struct zdev *dev)
 	free(e->zones);
 	pthread_mutex_destroy(&e->res_lock);
 	pthread_mutex_destroy(&e->flush_lock);
+	pthread_mutex_destroy(&e->bad_lock);
 	if (e->dfd >= 0)
 		close(e->dfd);
 	if (e->fd >= 0)
@@ -917,6 +996,24 @@ static int zemu_load_hdr(struct zemu *e, const char *path, uint64_t file_size,
 	e->media_bytes_written = le64toh(h->media_bytes_written);
 	e->flushes = le64toh(h->flushes);
 	e->resets = le64toh(h->resets);
+	if (le32toh(h->nr_bad) > ZEMU_MAX_BAD) {
+		zutil_err(err, errlen,
+			  "%s: the emulator image header lists %u media errors (at most %u)",
+			  path, le32toh(h->nr_bad), ZEMU_MAX_BAD);
+		return -EUCLEAN;
+	}
+	for (uint32_t i = 0; i < le32toh(h->nr_bad); i++) {
+		uint64_t off = le64toh(h->bad[i].off), len = le64toh(h->bad[i].len);
+
+		if (!len || off >= size || len > size - off) {
+			zutil_err(err, errlen,
+				  "%s: media error %u of the emulator image header lies outside the device",
+				  path, i);
+			return -EUCLEAN;
+		}
+		e->bad[i] = (struct zemu_bad){ off, len };
+	}
+	e->nr_bad = le32toh(h->nr_bad);
 	return 0;
 }
 
@@ -1047,6 +1144,7 @@ int zemu_open_dev(const char *path, unsigned int flags, struct zdev **devp,
 	e->dfd = -1;
 	pthread_mutex_init(&e->res_lock, NULL);
 	pthread_mutex_init(&e->flush_lock, NULL);
+	pthread_mutex_init(&e->bad_lock, NULL);
 	ret = zdev_init_common(&e->dev, &zemu_ops, path, flags);
 	if (ret)
 		goto out_close;
@@ -1140,4 +1238,49 @@ int zemu_set_cond(struct zdev *dev, uint32_t zno, enum zdev_zone_cond cond)
 	ret = zemu_zone_persist(e, z, zno);
 	pthread_mutex_unlock(&z->lock);
 	return ret;
+}
+
+int zemu_set_bad(struct zdev *dev, uint64_t off, uint64_t len)
+{
+	struct zemu *e;
+	int ret = 0;
+
+	if (!zemu_is(dev))
+		return -EOPNOTSUPP;
+	if (dev->flags & ZDEV_RDONLY)
+		return -EROFS;
+	e = to_zemu(dev);
+	if (len && (off >= dev->geom.size || len > dev->geom.size - off))
+		return -EINVAL;
+	pthread_mutex_lock(&e->flush_lock);
+	pthread_mutex_lock(&e->bad_lock);
+	if (!len)
+		e->nr_bad = 0;
+	else if (e->nr_bad == ZEMU_MAX_BAD)
+		ret = -ENOSPC;
+	else
+		e->bad[e->nr_bad++] = (struct zemu_bad){ off, len };
+	pthread_mutex_unlock(&e->bad_lock);
+	if (!ret)
+		ret = zemu_hdr_write(e);
+	if (!ret && fdatasync(e->fd) < 0)
+		ret = -errno;
+	pthread_mutex_unlock(&e->flush_lock);
+	return ret;
+}
+
+uint32_t zemu_bad_list(struct zdev *dev, struct zemu_bad *out, uint32_t max)
+{
+	struct zemu *e;
+	uint32_t i, n;
+
+	if (!zemu_is(dev))
+		return 0;
+	e = to_zemu(dev);
+	pthread_mutex_lock(&e->bad_lock);
+	n = e->nr_bad;
+	for (i = 0; i < n && i < max; i++)
+		out[i] = e->bad[i];
+	pthread_mutex_unlock(&e->bad_lock);
+	return n;
 }

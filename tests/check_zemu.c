@@ -629,6 +629,72 @@ START_TEST(test_set_cond)
 }
 END_TEST
 
+/*
+ * Media errors: a read that meets one fails whole with -EIO, reads beside
+ * it work; they outlive the process; a reset of their zone (sequential)
+ * or a write covering them whole (conventional) clears them.
+ */
+START_TEST(test_media_error)
+{
+	struct zemu_params p = base;
+	struct zemu_bad bad[ZEMU_MAX_BAD];
+	struct zdev *dev;
+	unsigned int i;
+	char *buf;
+
+	p.nr_conv = 1;
+	tu_make_image(img, &p);
+	dev = open_img(0);
+	buf = zdev_buf_alloc(dev, 16384);
+	ck_assert_ptr_nonnull(buf);
+	append(dev, 1, 16384, 21);
+	ck_assert_int_eq(write_pat(dev, 0, 16384, 22), 0);
+	ck_assert_int_eq(zdev_flush(dev), 0);
+	ck_assert_int_eq(zemu_set_bad(dev, (1 << 20) + 4096, 4096), 0);
+	ck_assert_int_eq(zemu_set_bad(dev, 4096, 8192), 0);
+
+	ck_assert_int_eq(zdev_read(dev, buf, 16384, 1 << 20), -EIO);
+	ck_assert_int_eq(zdev_read(dev, buf, 4096, (1 << 20) + 4096), -EIO);
+	expect_pat(dev, 1 << 20, 4096, 21);
+	expect_pat(dev, (1 << 20) + 8192, 8192, 21);
+	ck_assert_int_eq(zdev_read(dev, buf, 4096, 8192), -EIO);
+	expect_pat(dev, 12288, 4096, 22);
+	ck_assert_uint_eq(zemu_bad_list(dev, bad, ZEMU_MAX_BAD), 2);
+	zdev_close(dev);
+
+	/* Kept in the image, with no flush. */
+	dev = open_img(ZDEV_RDONLY);
+	ck_assert_int_eq(zdev_read(dev, buf, 4096, (1 << 20) + 4096), -EIO);
+	ck_assert_int_eq(zemu_set_bad(dev, 0, 4096), -EROFS);
+	zdev_close(dev);
+
+	dev = open_img(0);
+	/* A write over part of a conventional one leaves it. */
+	ck_assert_int_eq(write_pat(dev, 4096, 4096, 23), 0);
+	ck_assert_int_eq(zdev_read(dev, buf, 4096, 8192), -EIO);
+	/* One over all of it clears it: the drive remaps the block. */
+	ck_assert_int_eq(write_pat(dev, 4096, 8192, 23), 0);
+	expect_pat(dev, 4096, 8192, 23);
+	/* A reset clears those of its zone. */
+	ck_assert_int_eq(zdev_zone_op(dev, ZDEV_OP_RESET, 1), 0);
+	ck_assert_uint_eq(zemu_bad_list(dev, bad, ZEMU_MAX_BAD), 0);
+	append(dev, 1, 8192, 24);
+	expect_pat(dev, 1 << 20, 8192, 24);
+
+	/* What is refused. */
+	ck_assert_int_eq(zemu_set_bad(dev, p.size, 4096), -EINVAL);
+	ck_assert_int_eq(zemu_set_bad(dev, p.size - 4096, 8192), -EINVAL);
+	for (i = 0; i < ZEMU_MAX_BAD; i++)
+		ck_assert_int_eq(zemu_set_bad(dev, (2 << 20) + i * 4096ull,
+					      4096), 0);
+	ck_assert_int_eq(zemu_set_bad(dev, 3 << 20, 4096), -ENOSPC);
+	ck_assert_int_eq(zemu_set_bad(dev, 0, 0), 0);
+	ck_assert_uint_eq(zemu_bad_list(dev, bad, ZEMU_MAX_BAD), 0);
+	zdev_close(dev);
+	free(buf);
+}
+END_TEST
+
 /* ---- damaged images ------------------------------------------------------ */
 
 START_TEST(test_bad_random)
@@ -1040,6 +1106,7 @@ static Suite *zemu_suite(void)
 	add(s, "resources_after_reopen", test_resources_after_reopen);
 	add(s, "counters", test_counters);
 	add(s, "set_cond", test_set_cond);
+	add(s, "media_error", test_media_error);
 	add(s, "bad_random", test_bad_random);
 	add(s, "bad_header_crc", test_bad_header_crc);
 	add(s, "bad_truncated", test_bad_truncated);

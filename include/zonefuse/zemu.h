@@ -67,4 +67,29 @@ int zemu_counters(struct zdev *dev, struct zemu_counters *c);
  */
 int zemu_set_cond(struct zdev *dev, uint32_t zone, enum zdev_zone_cond cond);
 
+/*
+ * Media errors: device ranges whose reads fail with -EIO, as a drive's
+ * unreadable blocks do (a read that meets one fails whole). Kept in the
+ * image header, so they outlive the process. A range goes when its zone
+ * is reset, or (conventional zones) when a write covers it whole: a drive
+ * remaps a bad block that is written again.
+ */
+#define ZEMU_MAX_BAD 8u
+
+struct zemu_bad {
+	uint64_t off; /* device byte offset */
+	uint64_t len; /* bytes, > 0 */
+};
+
+/*
+ * Add the media error [@off, @off + @len), or with @len 0 clear them all,
+ * and persist the list at once. -EINVAL (outside the device), -ENOSPC
+ * (ZEMU_MAX_BAD already), -EROFS (opened read-only), -EOPNOTSUPP (not an
+ * emulator).
+ */
+int zemu_set_bad(struct zdev *dev, uint64_t off, uint64_t len);
+
+/* Copy up to @max media errors to @out; returns how many there are. */
+uint32_t zemu_bad_list(struct zdev *dev, struct zemu_bad *out, uint32_t max);
+
 #endif /* ZONEFUSE_ZEMU_H */

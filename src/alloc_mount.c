@@ -40,32 +40,6 @@ static void alloc_conv_wps(struct zfs *fs)
 	}
 }
 
-/* Warn about extents the device's write pointers say never landed. */
-static void alloc_check_wps(struct zfs *fs)
-{
-	uint32_t i, k;
-
-	for (i = 0; i <= fs->m.imask; i++) {
-		struct zm_inode *in;
-
-		for (in = fs->m.itab[i]; in; in = in->hnext) {
-			if (!zm_is_reg(in))
-				continue;
-			for (k = 0; k < in->f.n_ext; k++) {
-				struct zm_extent *e = &in->f.ext[k];
-				uint32_t id = zm_zone_of(&fs->m, e->addr);
-				struct zm_zone *z = &fs->m.zones[id];
-
-				if (z->type == ZDEV_ZONE_SEQ &&
-				    e->addr + e->len > z->wp)
-					zlog_err("%s: inode %" PRIu64 ": extent at file offset %" PRIu64 " (zone %u) lies above the zone's write pointer: that data never reached the device; run fsck",
-						 zdev_path(fs->dev), in->ino,
-						 e->foff, id);
-			}
-		}
-	}
-}
-
 /*
  * Count again, from a zone report, the zones the device holds active and
  * open: the device refused a write for a limit we thought was not reached.
@@ -282,10 +256,8 @@ int alloc_init(struct zfs *fs)
 		tail = chain[nchain - 1];
 
 	alloc_conv_wps(fs);
-	if (!fs->rdonly) {
-		alloc_check_wps(fs);
+	if (!fs->rdonly)
 		alloc_close_open(fs);
-	}
 	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	for (i = 0; i < fs->m.nr_zones; i++) {
 		struct zm_zone *z = &fs->m.zones[i];

@@ -93,8 +93,7 @@ void data_lost_cut(struct zfs *fs, uint64_t ino, uint64_t s, uint64_t e)
 	zlock_unmutex(&fs->lost_lock);
 }
 
-/* Mark [s, e) of @ino lost. Caller holds the rt lock exclusive. */
-static void data_lost_add(struct zfs *fs, uint64_t ino, uint64_t s, uint64_t e)
+int data_lost_mark(struct zfs *fs, uint64_t ino, uint64_t s, uint64_t e)
 {
 	int ret;
 
@@ -106,7 +105,13 @@ static void data_lost_add(struct zfs *fs, uint64_t ino, uint64_t s, uint64_t e)
 				      memory_order_relaxed);
 	}
 	zlock_unmutex(&fs->lost_lock);
-	if (ret)
+	return ret;
+}
+
+/* Mark [s, e) of @ino lost. Caller holds the rt lock exclusive. */
+static void data_lost_add(struct zfs *fs, uint64_t ino, uint64_t s, uint64_t e)
+{
+	if (data_lost_mark(fs, ino, s, e))
 		zlog_err("%s: out of memory marking bytes %" PRIu64 "..%" PRIu64
 			 " of inode %" PRIu64
 			 " lost: reads of them return older data",

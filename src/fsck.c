@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * fsck: replay the journal, then check every invariant the file system
- * keeps, from scratch, against what the journal says and what the device's
- * write pointers say.
+ * fsck: replay the journal and run the file system's check (zfs_check(),
+ * the one the mount runs) over what it replayed; with --repair, fix what
+ * the check can fix and write the result as a new snapshot.
  *
- * Repairs are made to the metadata in memory and then written as a new
- * snapshot (one atomic step, like every snapshot): a crash during a repair
- * leaves the old state. A repair never invents data: a link count is
- * recounted from the entries, an inode nobody names is given a name in
- * /lost+found, and an extent is dropped only where the device proves its
- * data never landed (above the zone's write pointer).
+ * The check runs first on a read-only mount, so that a sound file system
+ * is never written to (not even the new snapshot a writable mount starts
+ * after an unclean shutdown), and fsck's exit code says whether the image
+ * changed: 0 sound (untouched), 1 every problem fixed (the image was
+ * rewritten), 4 problems left, 8 the check could not run (fsck(8)).
+ * Only when there is something to repair is it mounted again, writable,
+ * with the journal's salvage mode: a record that does not apply ends the
+ * log there, and the records a damaged block hides are given up. That
+ * is the loss the user asked for by --repair; fsck says what it was.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -21,570 +24,201 @@
 #include "zfs_i.h"
 #include "zonefuse/util.h"
 
+/*
+ * The first pass of a repair keeps its findings (held), to be said only
+ * if no repair pass follows to say them again.
+ */
 struct fsck {
-	struct zfs *fs;
-	bool repair;
 	void (*say)(void *arg, const char *line);
 	void *arg;
 	struct zfs_fsck_result *res;
+	bool hold;
+	char **held;
+	size_t nheld;
+	bool held_short; /* out of memory: some findings were not kept */
 };
+
+static void fsck_emit(void *arg, const char *line)
+{
+	struct fsck *f = arg;
+	char **h, *s;
+
+	if (!f->hold) {
+		if (f->say)
+			f->say(f->arg, line);
+		return;
+	}
+	h = realloc(f->held, (f->nheld + 1) * sizeof(*h));
+	s = h ? strdup(line) : NULL;
+	if (h)
+		f->held = h;
+	if (!s) {
+		f->held_short = true;
+		return;
+	}
+	f->held[f->nheld++] = s;
+}
+
+/* Say the held findings (@say) or drop them. */
+static void fsck_release(struct fsck *f, bool say)
+{
+	size_t i;
+
+	for (i = 0; i < f->nheld; i++) {
+		if (say && f->say)
+			f->say(f->arg, f->held[i]);
+		free(f->held[i]);
+	}
+	if (say && f->say && f->held_short)
+		f->say(f->arg, "(out of memory: some findings were not kept)");
+	free(f->held);
+	f->held = NULL;
+	f->nheld = 0;
+	f->held_short = false;
+	f->hold = false;
+}
 
 __attribute__((format(printf, 3, 4))) static void
-fsck_problem(struct fsck *f, bool fixed, const char *fmt, ...)
+fsck_say(struct fsck *f, bool problem, const char *fmt, ...)
 {
 	char line[512];
 	va_list ap;
-	int n;
 
 	va_start(ap, fmt);
-	n = vsnprintf(line, sizeof(line), fmt, ap);
+	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	if (n > 0 && (size_t)n < sizeof(line) - 16)
-		snprintf(line + n, sizeof(line) - (size_t)n, "%s",
-			 fixed ? " (fixed)" : f->repair ? " (not fixed)" : "");
-	f->res->errors++;
-	if (fixed)
+	if (problem)
+		f->res->errors++;
+	fsck_emit(f, line);
+}
+
+/*
+ * How the replay went, as findings: damage in the middle of the log is a
+ * problem (fixed by a repair, which accepts the loss), an unclean tail is
+ * normal after a crash.
+ */
+static void fsck_journal(struct fsck *f, const struct jrnl_replay_info *ri,
+			 bool repair)
+{
+	if (ri->damaged) {
+		char after[64] = "";
+
+		if (ri->damaged_seq)
+			snprintf(after, sizeof(after),
+				 ", but valid records up to seq %" PRIu64 " follow",
+				 ri->damaged_seq);
+		fsck_say(f, true, "journal: damaged in the middle: replay stopped at %s%s%s",
+			 ri->stop, after,
+			 repair ? "; the changes after it are given up, and the log now ends there (fixed)" :
+				  ": a repair gives up the changes after it");
+		if (repair)
+			f->res->fixed++;
+	}
+	if (ri->super_damaged) {
+		fsck_say(f, true, "super zones: %s is damaged (the other copy served)%s",
+			 ri->super_bad, repair ? ": rewritten (fixed)" : "");
+		f->res->fixed += repair;
+	}
+	if (ri->anchor_damaged) {
+		fsck_say(f, true, "super zones: %s is damaged (%s)%s", ri->anchor_bad,
+			 ri->anchor_scanned ? "the chain it named was found by its head zone" :
+					      "a valid anchor names the metadata",
+			 repair ? ": the super zones rewritten (fixed)" : "");
+		f->res->fixed += repair;
+	}
+	if (ri->salvaged) {
+		fsck_say(f, true, "journal: %s (fixed)", ri->stop);
 		f->res->fixed++;
-	if (f->say)
-		f->say(f->arg, line);
-}
-
-__attribute__((format(printf, 2, 3))) static void
-fsck_info(struct fsck *f, const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (f->say)
-		f->say(f->arg, line);
-}
-
-__attribute__((format(printf, 2, 3))) static void
-fsck_warn(struct fsck *f, const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	f->res->warnings++;
-	if (f->say)
-		f->say(f->arg, line);
-}
-
-/* Call @fn on every inode. */
-#define fsck_for_each_inode(m, in)                                            \
-	for (uint32_t b_ = 0; b_ <= (m)->imask; b_++)                          \
-		for (struct zm_inode *in = (m)->itab[b_], *n_ = NULL;           \
-		     in && ((n_ = in->hnext), 1); in = n_)
-
-/* Extents: inside a data zone, below its write pointer, under the size. */
-static void fsck_extents(struct fsck *f)
-{
-	struct zmeta *m = &f->fs->m;
-
-	fsck_for_each_inode(m, in)
-	{
-		uint32_t k;
-
-		if (!zm_is_reg(in))
-			continue;
-		for (k = 0; k < in->f.n_ext; k++) {
-			struct zm_extent *e = &in->f.ext[k];
-			uint32_t zid = zm_zone_of(m, e->addr);
-			struct zm_zone *z = &m->zones[zid];
-			uint64_t top = z->type == ZDEV_ZONE_SEQ ? z->wp :
-								   z->start + z->cap;
-
-			f->res->extents++;
-			if (e->addr + e->len > top) {
-				bool fixed = false;
-				uint64_t keep = e->addr < top ? top - e->addr : 0;
-
-				if (f->repair &&
-				    !zm_unmap(m, in, e->foff + keep,
-					      e->foff + e->len)) {
-					fixed = true;
-					k = zm_extent_find(in, e->foff + keep);
-					k = k ? k - 1 : 0;
-				}
-				fsck_problem(f, fixed,
-					     "inode %" PRIu64 ": %" PRIu64 " bytes at file offset %" PRIu64 " lie above zone %u's write pointer: that data never reached the device%s",
-					     in->ino, e->len - keep,
-					     e->foff + keep, zid,
-					     fixed ? "; dropped (the range reads as zeros)" : "");
-				continue;
-			}
-			if (e->foff + e->len > in->size) {
-				bool fixed = f->repair &&
-					     !zm_unmap(m, in, in->size,
-						       UINT64_MAX);
-
-				fsck_problem(f, fixed,
-					     "inode %" PRIu64 ": an extent reaches past the file size %" PRIu64,
-					     in->ino, in->size);
-				if (fixed)
-					break;
-			}
-		}
+	} else if (!ri->clean && !ri->damaged) {
+		fsck_say(f, false,
+			 "journal: not cleanly unmounted (normal after a crash): replay ended at: %s",
+			 ri->stop);
 	}
 }
 
 /*
- * Zones the device made read-only or offline while they held file data
- * (zm_zone_failed()). The metadata is right and nothing can repair the
- * device, so this is a warning, not an error: the file system mounts, the
- * data of a read-only zone reads, that of an offline zone gives EIO. The
- * user learns which files to copy away or restore.
+ * One pass: mount (@repair: writable, salvaging), report the replay, run
+ * the check; with @repair write what it fixed as a new snapshot. Returns
+ * 0, -EUCLEAN when the metadata does not replay (in @err), or another
+ * errno (the check could not run).
  */
-static void fsck_failed_zones(struct fsck *f)
-{
-	struct zmeta *m = &f->fs->m;
-	uint32_t i;
-
-	for (i = 0; i < m->nr_zones; i++) {
-		struct zm_zone *z = &m->zones[i];
-		bool offline = z->cond == ZDEV_COND_OFFLINE;
-		char inos[8 * 22 + 1] = ""; /* 8 inode numbers, ", " between */
-		size_t n = 0;
-		uint32_t files = 0;
-
-		if (!zm_zone_failed(z) || !z->valid)
-			continue;
-		fsck_for_each_inode(m, in)
-		{
-			uint32_t k;
-
-			if (!zm_is_reg(in))
-				continue;
-			for (k = 0; k < in->f.n_ext; k++)
-				if (zm_zone_of(m, in->f.ext[k].addr) == i)
-					break;
-			if (k == in->f.n_ext)
-				continue;
-			if (files++ < 8 && n < sizeof(inos))
-				n += (size_t)snprintf(inos + n, sizeof(inos) - n,
-						      "%s%" PRIu64,
-						      n ? ", " : "", in->ino);
-		}
-		fsck_warn(f,
-			  "warning: zone %u is %s on the device: %" PRIu64 " bytes of file data there (inode%s %s%s) %s",
-			  i, offline ? "offline" : "read-only", z->valid,
-			  files > 1 ? "s" : "", inos,
-			  files > 8 ? ", ..." : "",
-			  offline ? "are lost: reading them gives EIO; restore those files from a copy or delete them" :
-				    "can be read but not moved: copy those files elsewhere while they still read");
-	}
-}
-
-struct fsck_ext {
-	uint64_t addr, len, ino;
-};
-
-static int fsck_ext_cmp(const void *a, const void *b)
-{
-	const struct fsck_ext *x = a, *y = b;
-
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
-}
-
-/* No two live extents share device bytes; zone byte counts add up. */
-static void fsck_overlaps(struct fsck *f)
-{
-	struct zmeta *m = &f->fs->m;
-	struct fsck_ext *all = NULL;
-	uint64_t *valid;
-	size_t n = 0, cap = 0, i, far;
-
-	valid = calloc(m->nr_zones, sizeof(*valid));
-	if (!valid)
-		return;
-	fsck_for_each_inode(m, in)
-	{
-		uint32_t k;
-
-		if (!zm_is_reg(in))
-			continue;
-		for (k = 0; k < in->f.n_ext; k++) {
-			if (n == cap) {
-				size_t ncap = cap ? cap * 2 : 1024;
-				struct fsck_ext *na =
-					realloc(all, ncap * sizeof(*na));
-
-				if (!na)
-					goto out_free;
-				all = na;
-				cap = ncap;
-			}
-			all[n].addr = in->f.ext[k].addr;
-			all[n].len = in->f.ext[k].len;
-			all[n].ino = in->ino;
-			/* Live bytes count whole blocks (meta.c). */
-			valid[zm_zone_of(m, all[n].addr)] +=
-				ZF_ROUND_UP(all[n].len, (uint64_t)m->block_size);
-			n++;
-		}
-	}
-	if (n)
-		qsort(all, n, sizeof(*all), fsck_ext_cmp);
-	/*
-	 * Each extent against the one reaching furthest before it, not just
-	 * its neighbour: two small extents inside a large one both overlap it.
-	 */
-	for (i = 1, far = 0; i < n; i++) {
-		if (all[far].addr + all[far].len > all[i].addr)
-			fsck_problem(f, false,
-				     "inodes %" PRIu64 " and %" PRIu64 " both map device bytes at 0x%" PRIx64 ": one of them has the other's data",
-				     all[far].ino, all[i].ino, all[i].addr);
-		if (all[i].addr + all[i].len > all[far].addr + all[far].len)
-			far = i;
-	}
-	for (i = 0; i < m->nr_zones; i++) {
-		struct zm_zone *z = &m->zones[i];
-
-		if (z->valid == valid[i])
-			continue;
-		fsck_problem(f, f->repair,
-			     "zone %zu: %" PRIu64 " live bytes counted, its extents hold %" PRIu64,
-			     i, z->valid, valid[i]);
-		if (f->repair) {
-			m->live_bytes += valid[i] - z->valid;
-			z->valid = valid[i];
-		}
-	}
-out_free:
-	free(all);
-	free(valid);
-}
-
-/* Make (or find) /lost+found. */
-static struct zm_inode *fsck_lost_found(struct fsck *f)
-{
-	struct zmeta *m = &f->fs->m;
-	struct zm_inode *root = zm_iget(m, ZF_ROOT_INO);
-	struct zm_dent *e = zm_lookup(root, "lost+found", 10);
-	char buf[sizeof(struct zf_rec_create) + 10];
-	struct zf_rec_create *rec = (void *)buf;
-	int64_t now = zutil_now_real_ns();
-	char why[128];
-
-	if (e) {
-		struct zm_inode *d = zm_iget(m, e->ino);
-
-		return d && zm_is_dir(d) ? d : NULL;
-	}
-	memset(buf, 0, sizeof(buf));
-	rec->parent = htole64(ZF_ROOT_INO);
-	rec->attr.ino = htole64(m->next_ino);
-	rec->attr.mode = htole32(0040700);
-	rec->attr.atime = rec->attr.mtime = rec->attr.ctime = rec->attr.btime =
-		(int64_t)htole64((uint64_t)now);
-	rec->name_len = htole16(10);
-	memcpy(rec + 1, "lost+found", 10);
-	if (zm_apply(m, ZF_REC_CREATE, rec, sizeof(buf), 0, why, sizeof(why)))
-		return NULL;
-	e = zm_lookup(root, "lost+found", 10);
-	return e ? zm_iget(m, e->ino) : NULL;
-}
-
-/*
- * Mark @top and everything below it reached (nlookup 1). Returns how many
- * inodes were newly marked. @queue has room for every inode.
- */
-static uint64_t fsck_reach(struct zmeta *m, uint64_t *queue,
-			   struct zm_inode *top)
-{
-	uint64_t head = 0, tail = 0;
-
-	top->nlookup = 1;
-	queue[tail++] = top->ino;
-	while (head < tail) {
-		struct zm_inode *in = zm_iget(m, queue[head++]);
-		struct zm_dent *e;
-
-		if (!zm_is_dir(in))
-			continue;
-		for (e = zm_dir_next(in, 0); e; e = zm_dir_next(in, e->cookie)) {
-			struct zm_inode *c = zm_iget(m, e->ino);
-
-			if (c && c->nlookup != 1 && tail <= m->nr_inodes) {
-				c->nlookup = 1;
-				queue[tail++] = c->ino;
-			}
-		}
-	}
-	return tail;
-}
-
-/* Report (and with repair, name in /lost+found) unreachable @in. */
-static void fsck_unreachable(struct fsck *f, struct zm_inode *in,
-			     uint64_t below, struct zm_inode **lf)
-{
-	const char *what = zm_is_dir(in) ? "directory" : "file";
-	char name[32], more[64] = "";
-
-	if (below)
-		snprintf(more, sizeof(more), ", %" PRIu64 " inodes below it",
-			 below);
-	if (!f->repair) {
-		fsck_problem(f, false,
-			     "inode %" PRIu64 " (%s, %" PRIu64 " bytes%s) is not reachable from the root",
-			     in->ino, what, in->size, more);
-		return;
-	}
-	if (!*lf) {
-		*lf = fsck_lost_found(f);
-		if (*lf)
-			(*lf)->nlookup = 1;
-	}
-	snprintf(name, sizeof(name), "#%" PRIu64, in->ino);
-	if (*lf && !zm_dent_add(*lf, name, in->ino)) {
-		if (zm_is_dir(in))
-			in->parent = (*lf)->ino;
-		fsck_problem(f, true,
-			     "inode %" PRIu64 " (%s, %" PRIu64 " bytes%s) was not reachable: now /lost+found/%s",
-			     in->ino, what, in->size, more, name);
-	} else {
-		fsck_problem(f, false,
-			     "inode %" PRIu64 " is not reachable and cannot be put in /lost+found",
-			     in->ino);
-	}
-}
-
-/*
- * Reachability and directory structure: walk from the root; every inode
- * must be reached, every directory exactly once and from its parent.
- *
- * Of what the walk did not reach, only the top of each unreachable subtree
- * is reported and named in /lost+found: what is below it comes along
- * (naming each inode would give those a second name). A top is an
- * unreached inode no unreached directory names; a ring of directories
- * naming each other has none, so one of them is taken. The tops are
- * listed before /lost+found is made: making it adds an inode, which may
- * rehash the inode table under an iteration.
- */
-static void fsck_tree(struct fsck *f)
-{
-	struct zmeta *m = &f->fs->m;
-	uint64_t *queue, *tops, head = 0, tail = 0, i;
-	struct zm_inode *lf = NULL;
-
-	/* + 1 for /lost+found, made below. */
-	queue = calloc(m->nr_inodes + 2, sizeof(*queue));
-	tops = calloc(m->nr_inodes + 1, sizeof(*tops));
-	if (!queue || !tops)
-		goto out_free;
-	/*
-	 * The visit mark is kept in nlookup, which nothing uses offline.
-	 * (fsck runs on a mount no kernel sees.) 1: reached; 2: not reached
-	 * but named by a directory not reached either.
-	 */
-	fsck_for_each_inode(m, in) in->nlookup = 0;
-	queue[tail++] = ZF_ROOT_INO;
-	zm_iget(m, ZF_ROOT_INO)->nlookup = 1;
-	while (head < tail) {
-		struct zm_inode *dir = zm_iget(m, queue[head++]);
-		struct zm_dent *e, *next;
-
-		f->res->dirs++;
-		for (e = zm_dir_next(dir, 0); e; e = next) {
-			struct zm_inode *c = zm_iget(m, e->ino);
-
-			next = zm_dir_next(dir, e->cookie);
-			if (!c) {
-				/* Nothing to name: the entry goes. */
-				fsck_problem(f, f->repair,
-					     "entry '%s' in directory %" PRIu64 " names inode %" PRIu64 ", which does not exist%s",
-					     e->name, dir->ino, e->ino,
-					     f->repair ? "; removed" : "");
-				if (f->repair)
-					zm_dent_del(dir, e);
-				continue;
-			}
-			if (!zm_is_dir(c))
-				continue;
-			if (c->nlookup) {
-				fsck_problem(f, false,
-					     "directory %" PRIu64 " has a second name '%s' in %" PRIu64,
-					     c->ino, e->name, dir->ino);
-				continue;
-			}
-			c->nlookup = 1;
-			if (c->parent != dir->ino) {
-				fsck_problem(f, f->repair,
-					     "directory %" PRIu64 " ('%s') records parent %" PRIu64 ", but lives in %" PRIu64,
-					     c->ino, e->name, c->parent, dir->ino);
-				if (f->repair)
-					c->parent = dir->ino;
-			}
-			if (tail <= m->nr_inodes)
-				queue[tail++] = c->ino;
-		}
-		for (e = zm_dir_next(dir, 0); e; e = zm_dir_next(dir, e->cookie)) {
-			struct zm_inode *c = zm_iget(m, e->ino);
-
-			if (c)
-				c->nlookup = 1;
-		}
-	}
-	fsck_for_each_inode(m, in) f->res->inodes++;
-	for (;;) {
-		uint64_t ntops = 0;
-
-		fsck_for_each_inode(m, in)
-		{
-			struct zm_dent *e;
-
-			if (in->nlookup == 1 || !zm_is_dir(in))
-				continue;
-			for (e = zm_dir_next(in, 0); e;
-			     e = zm_dir_next(in, e->cookie)) {
-				struct zm_inode *c = zm_iget(m, e->ino);
-
-				if (c && !c->nlookup)
-					c->nlookup = 2;
-			}
-		}
-		fsck_for_each_inode(m, in)
-		{
-			if (!in->nlookup)
-				tops[ntops++] = in->ino;
-		}
-		/* Only rings are left: take one of them. */
-		fsck_for_each_inode(m, in)
-		{
-			if (!ntops && in->nlookup == 2)
-				tops[ntops++] = in->ino;
-		}
-		if (!ntops)
-			break;
-		for (i = 0; i < ntops; i++) {
-			struct zm_inode *in = zm_iget(m, tops[i]);
-
-			fsck_unreachable(f, in, fsck_reach(m, queue, in) - 1,
-					 &lf);
-		}
-		fsck_for_each_inode(m, in)
-		{
-			if (in->nlookup == 2)
-				in->nlookup = 0;
-		}
-	}
-	fsck_for_each_inode(m, in) in->nlookup = 0;
-out_free:
-	free(tops);
-	free(queue);
-}
-
-/* Link counts from the entries: files count names, directories 2 + subdirs. */
-static void fsck_links(struct fsck *f)
-{
-	struct zmeta *m = &f->fs->m;
-
-	fsck_for_each_inode(m, in) in->nlookup = 0;
-	fsck_for_each_inode(m, in)
-	{
-		struct zm_dent *e;
-
-		if (!zm_is_dir(in))
-			continue;
-		in->nlookup += 2;
-		for (e = zm_dir_next(in, 0); e; e = zm_dir_next(in, e->cookie)) {
-			struct zm_inode *c = zm_iget(m, e->ino);
-
-			if (!c)
-				continue; /* reported by fsck_tree() */
-			if (zm_is_dir(c))
-				in->nlookup++;
-			else
-				c->nlookup++;
-		}
-	}
-	fsck_for_each_inode(m, in)
-	{
-		if (in->nlookup == in->nlink)
-			continue;
-		fsck_problem(f, f->repair,
-			     "inode %" PRIu64 ": link count %u, but %" PRIu64 " found",
-			     in->ino, in->nlink, in->nlookup);
-		if (f->repair)
-			in->nlink = (uint32_t)in->nlookup;
-	}
-	fsck_for_each_inode(m, in) in->nlookup = 0;
-}
-
-int zfs_fsck(const char *path, bool repair,
-	     void (*say)(void *arg, const char *line), void *arg,
-	     struct zfs_fsck_result *res, char *err, size_t errlen)
+static int fsck_pass(const char *path, bool repair, struct fsck *f, char *err,
+		     size_t errlen)
 {
 	struct zfs_opts o = { 0 };
-	struct fsck f = { .repair = repair, .say = say, .arg = arg, .res = res };
 	struct zfs *fs;
 	int ret;
 
-	memset(res, 0, sizeof(*res));
+	memset(f->res, 0, sizeof(*f->res));
 	o.rdonly = !repair;
 	o.defer_threads = true;
 	o.salvage = repair;
+	o.no_check = true;
 	ret = zfs_mount(path, &o, &fs, err, errlen);
-	if (ret == -EUCLEAN) {
-		/* Metadata that does not replay: a problem (in @err), unfixed. */
-		res->errors = 1;
-		return ZFS_FSCK_UNFIXED;
-	}
 	if (ret)
-		return ZFS_FSCK_OPERROR;
-	f.fs = fs;
-	res->log_records = fs->replay.log_records;
-	res->clean_tail = fs->replay.clean;
-	snprintf(res->stop, sizeof(res->stop), "%s", fs->replay.stop);
-	if (fs->replay.damaged)
-		fsck_problem(&f, false,
-			     "journal: damaged in the middle: replay stopped at %s, but valid records up to seq %" PRIu64 " follow; the changes they held are lost",
-			     fs->replay.stop, fs->replay.damaged_seq);
-	if (fs->replay.salvaged)
-		fsck_problem(&f, true, "journal: %s", fs->replay.stop);
-	else if (!fs->replay.clean && !fs->replay.damaged)
-		fsck_info(&f,
-			  "journal: not cleanly unmounted (normal after a crash): replay ended at: %s",
-			  fs->replay.stop);
-
+		return ret;
+	f->res->log_records = fs->replay.log_records;
+	f->res->clean_tail = fs->replay.clean;
+	snprintf(f->res->stop, sizeof(f->res->stop), "%s", fs->replay.stop);
+	fsck_journal(f, &fs->replay, repair);
+	ret = zfs_check(fs, repair, fsck_emit, f, f->res);
+	if (ret) {
+		zutil_err(err, errlen, "%s: checking failed: %s", path,
+			  strerror(-ret));
+		zfs_crash(fs);
+		return ret;
+	}
 	/*
-	 * Offline: nothing else touches the metadata. The repairs change it
-	 * as records do, under both locks (a zone whose data they drop is
-	 * queued for its reset by the allocator).
+	 * The writable mount started a new snapshot if the log was not
+	 * clean; a repair of the tables is written the same way.
 	 */
-	zlock_wr(&fs->meta_lock, ZLOCK_META);
-	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
-	fsck_extents(&f);
-	fsck_failed_zones(&f);
-	fsck_overlaps(&f);
-	fsck_tree(&f);
-	fsck_links(&f);
-	zlock_unmutex(&fs->alloc_lock);
-	zlock_unrw(&fs->meta_lock);
-
-	if (repair && res->fixed) {
+	if (repair && f->res->fixed) {
 		ret = jrnl_roll(fs->j);
 		if (ret) {
 			zutil_err(err, errlen,
 				  "%s: writing the repaired metadata failed: %s",
 				  path, strerror(-ret));
 			zfs_crash(fs);
-			return ZFS_FSCK_OPERROR;
+			return ret;
 		}
 	}
 	ret = zfs_unmount(fs);
-	if (ret) {
+	if (ret)
 		zutil_err(err, errlen, "%s: closing failed: %s", path,
 			  strerror(-ret));
+	return ret;
+}
+
+int zfs_fsck(const char *path, bool repair,
+	     void (*say)(void *arg, const char *line), void *arg,
+	     struct zfs_fsck_result *res, char *err, size_t errlen)
+{
+	struct fsck f = { .say = say, .arg = arg, .res = res, .hold = repair };
+	int ret;
+
+	ret = fsck_pass(path, false, &f, err, errlen);
+	if (ret && ret != -EUCLEAN) {
+		fsck_release(&f, true);
 		return ZFS_FSCK_OPERROR;
 	}
-	if (!res->errors)
-		return ZFS_FSCK_OK;
+	if (!repair || (!ret && !res->errors)) {
+		fsck_release(&f, true);
+		if (ret) {
+			/* Metadata that does not replay: a problem (in @err). */
+			res->errors = 1;
+			return ZFS_FSCK_UNFIXED;
+		}
+		return res->errors ? ZFS_FSCK_UNFIXED : ZFS_FSCK_OK;
+	}
+	/* Something to repair: the repair pass says it all again. */
+	fsck_release(&f, false);
+	err[0] = '\0';
+	ret = fsck_pass(path, true, &f, err, errlen);
+	if (ret == -EUCLEAN) {
+		res->errors = 1;
+		return ZFS_FSCK_UNFIXED;
+	}
+	if (ret)
+		return ZFS_FSCK_OPERROR;
 	return res->fixed == res->errors ? ZFS_FSCK_FIXED : ZFS_FSCK_UNFIXED;
 }

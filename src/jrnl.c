@@ -283,7 +283,7 @@ void jrnl_sb_seal(struct zf_super *sb)
 	sb->crc = htole32(crc32c(0, sb, sizeof(*sb)));
 }
 
-int jrnl_write_anchor(struct jrnl *j)
+static int jrnl_write_anchor_once(struct jrnl *j)
 {
 	bool slot = j->cb && j->cb->super_begin && j->cb->super_end;
 	uint32_t szone = le32toh(j->sb.super_zone[j->sz_cur]);
@@ -297,9 +297,11 @@ int jrnl_write_anchor(struct jrnl *j)
 	 * Switch super zones when this one is full of anchors, or finished:
 	 * on a device with few active slots the owner finishes the super
 	 * zone after each anchor (cb->super_end), and the next one resets
-	 * the other and starts over there.
+	 * the other and starts over there. Also when replay found damage
+	 * in a super zone (j->sz_switches): the switch rewrites the zone it
+	 * goes to, and jrnl_write_anchor() makes as many as it takes.
 	 */
-	if (j->sz_count >= le32toh(j->sb.anchors_per_zone) ||
+	if (j->sz_count >= le32toh(j->sb.anchors_per_zone) || j->sz_switches ||
 	    (z->type == ZDEV_ZONE_SEQ && z->wp >= z->start + z->cap)) {
 		uint32_t old = szone;
 		struct zf_super sb;
@@ -323,6 +325,8 @@ int jrnl_write_anchor(struct jrnl *j)
 		z->wp = z->start + ZF_SB_UNIT;
 		j->sz_wpos = z->start + ZF_SB_UNIT;
 		j->sz_count = 0;
+		if (j->sz_switches)
+			j->sz_switches--;
 		if (j->m->zones[old].type == ZDEV_ZONE_SEQ)
 			jrnl_finish_zone(j, old);
 	}
@@ -347,6 +351,21 @@ int jrnl_write_anchor(struct jrnl *j)
 out_slot:
 	if (slot)
 		j->cb->super_end(j->cb_arg, szone);
+	return ret;
+}
+
+/*
+ * Write the anchor; after damage in a super zone, again (naming the same
+ * chain) until the switches it needs are made, so that both super zones
+ * hold a sound superblock and anchor.
+ */
+int jrnl_write_anchor(struct jrnl *j)
+{
+	int ret;
+
+	do {
+		ret = jrnl_write_anchor_once(j);
+	} while (!ret && j->sz_switches);
 	return ret;
 }
 

@@ -51,6 +51,13 @@ struct jrnl {
 	uint32_t sz_cur;     /* index into sb.super_zone of the live one */
 	uint64_t sz_wpos;    /* next anchor position */
 	uint32_t sz_count;   /* anchors in the live super zone */
+	uint32_t sz_switches; /* super zone switches the next anchors
+				 must make (0-2): replay found damage in a
+				 super zone (its superblock, or a unit of
+				 its anchors), and a switch resets and
+				 rewrites the zone it goes to. Damage in the
+				 live zone takes two (away, and back into
+				 it), in the other one. */
 	uint64_t anchor_seq; /* last anchor written */
 
 	_Atomic uint64_t meta_bytes, commits, rolls;

@@ -124,14 +124,113 @@ int jrnl_read_super(struct zdev *dev, struct zf_super *sb, char *err,
 	return ret;
 }
 
-/* Newest valid anchor in either super zone. */
-static int jrnl_find_anchor(struct jrnl *j, struct zf_anchor *best,
-			    char *err, size_t errlen)
+/*
+ * Does @z's write pointer say where the chain's writes end? In a
+ * sequential zone that is not full, yes: the zone was empty when the
+ * chain took it, so every byte below the pointer is this chain's records
+ * or their padding. A full zone may have been finished, its pointer then
+ * at the zone's end whatever was written; a conventional zone has none.
+ */
+static bool jrnl_wp_is_end(const struct zm_zone *z)
 {
-	uint32_t per = le32toh(j->sb.anchors_per_zone), k, i;
+	return z->type == ZDEV_ZONE_SEQ && z->cond != ZDEV_COND_FULL;
+}
+
+/*
+ * Read @len bytes of super zone @zone into @buf. A media error in it does
+ * not cost the anchors beside it: the zone is read again unit by unit,
+ * and a unit that cannot be read is left zero (it is no anchor). Returns
+ * 0 (*@unreadable: how many units failed) or another errno.
+ */
+static int jrnl_read_super_zone(struct jrnl *j, const struct zm_zone *z,
+				char *buf, size_t len, uint32_t *unreadable)
+{
+	size_t off;
+	int ret;
+
+	*unreadable = 0;
+	ret = zdev_read(j->dev, buf, len, z->start);
+	if (ret != -EIO)
+		return ret;
+	for (off = 0; off < len; off += j->bs) {
+		ret = zdev_read(j->dev, buf + off, j->bs, z->start + off);
+		if (ret == -EIO) {
+			memset(buf + off, 0, j->bs);
+			(*unreadable)++;
+		} else if (ret) {
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The newest chain whose head zone says it is ours, of a generation after
+ * @gen (of any, with @any: no anchor was valid): what the newest anchor
+ * named when that anchor is damaged. Generations count up from a random
+ * start, so "after" is the signed distance. Chain
+ * zones name themselves (struct zf_mzone: uuid, generation, index, the
+ * seq of their first record), so the anchor is only a shortcut to the
+ * head. One unit read per written zone, so only after damage. Returns 1
+ * with *@a made up for that chain, 0 when there is none, or an errno.
+ */
+static int jrnl_scan_heads(struct jrnl *j, bool any, uint32_t gen,
+			   struct zf_anchor *a)
+{
+	char *buf = zdev_buf_alloc(j->dev, j->bs);
+	uint32_t z, best_gen = gen;
+	int found = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (z = 0; z < j->m->nr_zones; z++) {
+		const struct zm_zone *mz = &j->m->zones[z];
+		struct zf_mzone h, hc;
+
+		if (mz->state == ZM_ZONE_SUPER || mz->state == ZM_ZONE_BAD ||
+		    (mz->type == ZDEV_ZONE_SEQ && mz->wp < mz->start + j->bs) ||
+		    zdev_read(j->dev, buf, j->bs, mz->start))
+			continue;
+		memcpy(&h, buf, sizeof(h));
+		hc = h;
+		hc.crc = 0;
+		if (le32toh(h.magic) != ZF_MZONE_MAGIC ||
+		    le32toh(h.crc) != crc32c(0, &hc, sizeof(hc)) ||
+		    memcmp(h.uuid, j->sb.uuid, sizeof(h.uuid)) || h.index ||
+		    le32toh(h.prev_zone) != ZF_NO_ZONE ||
+		    ((found || !any) &&
+		     (int32_t)(le32toh(h.chain_gen) - best_gen) <= 0))
+			continue;
+		best_gen = le32toh(h.chain_gen);
+		a->chain_zone = htole32(z);
+		a->chain_gen = h.chain_gen;
+		a->snap_seq = h.first_seq;
+		a->seq = htole64(le64toh(a->seq) + 1);
+		found = 1;
+	}
+	free(buf);
+	return found;
+}
+
+/*
+ * Newest valid anchor in either super zone. A super zone whose write
+ * pointer says where its writes end (jrnl_wp_is_end()) holds nothing but
+ * the superblock and anchors below it, so a unit there that is no anchor
+ * is damage: the anchors after it are still read, and if none after it
+ * is valid, the damaged one may have been the newest, and the chain heads
+ * are searched for a newer chain (jrnl_scan_heads()). Elsewhere (a full
+ * or conventional super zone) the anchors end at the first that is not
+ * one. Damage is said in @info; the next anchor then goes to the other
+ * super zone, and back (j->sz_switches), rewriting the damaged one.
+ */
+static int jrnl_find_anchor(struct jrnl *j, struct zf_anchor *best,
+			    struct jrnl_replay_info *info, char *err,
+			    size_t errlen)
+{
+	uint32_t per = le32toh(j->sb.anchors_per_zone), k, i, gen;
 	size_t len = ZF_SB_UNIT + (size_t)per * j->bs;
 	char *buf = zdev_buf_alloc(j->dev, len);
-	bool found = false;
+	bool found = false, newest_bad = false, bad_zone[2] = { false, false };
 	int ret;
 
 	if (!buf)
@@ -140,15 +239,17 @@ static int jrnl_find_anchor(struct jrnl *j, struct zf_anchor *best,
 		uint32_t zone = le32toh(j->sb.super_zone[i]);
 		struct zm_zone *z = &j->m->zones[zone];
 		uint64_t used = z->type == ZDEV_ZONE_CONV ? len : z->wp - z->start;
+		bool wp_end = jrnl_wp_is_end(z), bad_last = false;
 		struct zf_super sb;
-		uint32_t count = 0;
+		uint32_t count = 0, unreadable;
 		bool sb_ok;
 
 		z->state = ZM_ZONE_SUPER;
 		used = ZF_MIN(used, len);
 		if (used < ZF_SB_UNIT + j->bs)
 			continue;
-		ret = zdev_read(j->dev, buf, ZF_ROUND_UP(used, j->bs), z->start);
+		ret = jrnl_read_super_zone(j, z, buf, ZF_ROUND_UP(used, j->bs),
+					   &unreadable);
 		if (ret) {
 			zutil_err(err, errlen, "%s: reading super zone %u failed: %s",
 				  zdev_path(j->dev), zone, strerror(-ret));
@@ -166,19 +267,39 @@ static int jrnl_find_anchor(struct jrnl *j, struct zf_anchor *best,
 		sb_ok = !jrnl_check_super(&sb, j->dev, NULL, 0);
 		if (sb_ok && memcmp(sb.uuid, j->sb.uuid, sizeof(sb.uuid)))
 			continue;
+		if (!sb_ok) {
+			snprintf(info->super_bad, sizeof(info->super_bad),
+				 "the superblock at 0x%" PRIx64 " in super zone %u",
+				 z->start, zone);
+			info->super_damaged = true;
+			bad_zone[i] = true;
+		}
 		for (k = 0; k < per && ZF_SB_UNIT + (k + 1) * (uint64_t)j->bs <= used;
 		     k++) {
+			uint64_t at = ZF_SB_UNIT + (uint64_t)k * j->bs;
 			struct zf_anchor a, c;
 
-			memcpy(&a, buf + ZF_SB_UNIT + (size_t)k * j->bs,
-			       sizeof(a));
+			memcpy(&a, buf + at, sizeof(a));
 			c = a;
 			c.crc = 0;
 			if (le32toh(a.magic) != ZF_ANCHOR_MAGIC ||
 			    le32toh(a.crc) != crc32c(0, &c, sizeof(c)) ||
 			    memcmp(a.uuid, j->sb.uuid, sizeof(a.uuid)) ||
-			    le32toh(a.chain_zone) >= j->m->nr_zones)
-				break;
+			    le32toh(a.chain_zone) >= j->m->nr_zones) {
+				if (!wp_end)
+					break;
+				if (!info->anchor_damaged)
+					snprintf(info->anchor_bad,
+						 sizeof(info->anchor_bad),
+						 "the anchor at 0x%" PRIx64 " in super zone %u",
+						 z->start + at, zone);
+				info->anchor_damaged = true;
+				bad_zone[i] = true;
+				bad_last = true;
+				count++;
+				continue;
+			}
+			bad_last = false;
 			count++;
 			if (!found || le64toh(a.seq) > le64toh(best->seq)) {
 				*best = a;
@@ -192,11 +313,43 @@ static int jrnl_find_anchor(struct jrnl *j, struct zf_anchor *best,
 					j->sb.sb_gen = sb.sb_gen;
 			}
 		}
+		if (bad_last) {
+			/*
+			 * The zone that is not full is the live one (a
+			 * switch finishes the other): its last unit was the
+			 * newest anchor of all. Append here no more.
+			 */
+			newest_bad = true;
+			j->sz_cur = i;
+			j->sz_count = count;
+			j->sz_wpos = z->start + used;
+		}
+	}
+	/* Away from the live zone and back, or into the other one. */
+	j->sz_switches = bad_zone[j->sz_cur] ? 2 : bad_zone[j->sz_cur ^ 1];
+	gen = found ? le32toh(best->chain_gen) : 0;
+	if (newest_bad) {
+		if (!found)
+			memset(best, 0, sizeof(*best));
+		ret = jrnl_scan_heads(j, !found, gen, best);
+		if (ret < 0) {
+			free(buf);
+			return ret;
+		}
+		/*
+		 * With no newer head, the anchor replayed is the newest
+		 * whose chain is left: the damaged one named it again, or a
+		 * chain whose head is gone too.
+		 */
+		if (ret) {
+			found = true;
+			info->anchor_scanned = true;
+		}
 	}
 	free(buf);
 	if (!found) {
 		zutil_err(err, errlen,
-			  "%s: the superblock is there but no valid anchor names the metadata (damaged super zones); fsck cannot repair this",
+			  "%s: the superblock is there but no valid anchor names the metadata, and no chain of it was found (damaged super zones)",
 			  zdev_path(j->dev));
 		return -EUCLEAN;
 	}
@@ -231,8 +384,19 @@ static int jrnl_rd(struct jrnl_reader *r, uint64_t off, size_t n,
 	len = (size_t)ZF_MIN((uint64_t)JRNL_READ_CHUNK * 2,
 			     ZF_ROUND_UP(r->end, r->j->bs) - start);
 	ret = zdev_read(r->j->dev, r->buf, len, start);
-	if (ret)
+	if (ret == -EIO) {
+		/*
+		 * A media error somewhere in the chunk: read just the blocks
+		 * asked for, so that the records before a bad block still
+		 * replay and the log ends where the damage is.
+		 */
+		len = (size_t)(ZF_ROUND_UP(off + n, r->j->bs) - start);
+		ret = zdev_read(r->j->dev, r->buf, len, start);
+	}
+	if (ret) {
+		r->blen = 0;
 		return ret;
+	}
 	r->boff = start;
 	r->blen = len;
 	*p = r->buf + (off - start);
@@ -285,8 +449,11 @@ static int jrnl_rd_zone(struct jrnl_reader *r, uint32_t zone, uint32_t index,
 		snprintf(why, wl, "chain zone %u is empty", zone);
 		return -ENOENT;
 	}
-	if (ret)
+	if (ret) {
+		snprintf(why, wl, "reading the header of chain zone %u failed: %s",
+			 zone, strerror(-ret));
 		return ret;
+	}
 	memcpy(&h, p, sizeof(h));
 	c = h;
 	c.crc = 0;
@@ -362,6 +529,9 @@ struct jrnl_replayer {
 	uint64_t good_end; /* just after the last record accepted */
 	bool in_snap;	   /* still in the snapshot that heads the chain */
 	bool last_unmount; /* the last record accepted was UNMOUNT */
+	bool bad;	   /* the log ended at a record that is there whole
+			      (below the end of the zone's data) but does
+			      not hold: not a torn tail */
 	char why[sizeof(((struct jrnl_replay_info *)0)->stop)];
 };
 
@@ -394,7 +564,21 @@ static int jrnl_rd_rec(struct jrnl_replayer *s, struct zf_rec_hdr *h,
 			return ret;
 		if (!jrnl_zero(p, 8))
 			break;
-		/* Padding to the end of the I/O unit. */
+		/*
+		 * Padding to the end of the I/O unit. Every write of the
+		 * journal starts a unit with a record, so in a sequential
+		 * zone (nothing but this chain's writes below its write
+		 * pointer) zeros at the start of a unit are a zeroed block,
+		 * not padding (jrnl_replay_stop()).
+		 */
+		if (r->pos % s->j->bs == 0 &&
+		    jrnl_wp_is_end(&s->j->m->zones[r->zone])) {
+			snprintf(s->why, sizeof(s->why),
+				 "a block of zeros at 0x%" PRIx64 " in zone %u, below its write pointer",
+				 r->pos, r->zone);
+			s->bad = true;
+			return 0;
+		}
 		r->pos = ZF_ROUND_UP(r->pos + 1, s->j->bs);
 	}
 	ret = jrnl_rd(r, r->pos, sizeof(*h), &p);
@@ -414,6 +598,7 @@ static int jrnl_rd_rec(struct jrnl_replayer *s, struct zf_rec_hdr *h,
 		snprintf(s->why, sizeof(s->why),
 			 "record at 0x%" PRIx64 " is not the next one (seq %" PRIu64 ", expected %" PRIu64 ")",
 			 r->pos, le64toh(h->seq), s->expect);
+		s->bad = true;
 		return 0;
 	}
 	ret = jrnl_rd(r, r->pos, sizeof(*h) + len, &p);
@@ -432,6 +617,7 @@ static int jrnl_rd_rec(struct jrnl_replayer *s, struct zf_rec_hdr *h,
 		snprintf(s->why, sizeof(s->why),
 			 "record seq %" PRIu64 " at 0x%" PRIx64 " fails its CRC",
 			 s->expect, r->pos);
+		s->bad = true;
 		return 0;
 	}
 	*payload = p + sizeof(*h);
@@ -457,6 +643,7 @@ static int jrnl_rd_next(struct jrnl_replayer *s, const char *p, uint32_t len)
 
 	if (len != sizeof(nx)) {
 		snprintf(s->why, sizeof(s->why), "bad NEXT record");
+		s->bad = true;
 		return 0;
 	}
 	memcpy(&nx, p, sizeof(nx));
@@ -541,18 +728,29 @@ static uint64_t jrnl_replay_log_room(struct jrnl *j, uint64_t end)
 }
 
 /*
- * The log ended. Say why, and tell a torn tail from damage in the middle:
- * when the reader stopped short of the zone's data, look past the bad
- * record for later ones of this chain (jrnl_scan_beyond()).
+ * The log ended. Say why, and tell a torn tail from damage: when the
+ * reader stopped short of the zone's data, look past the bad record for
+ * later ones of this chain (jrnl_scan_beyond()). Where the write pointer
+ * says where the writes end (jrnl_wp_is_end()) that is not even needed: a
+ * torn commit ends above the write pointer (the reader meets the end of
+ * the data inside a record), so a record there whole that does not hold
+ * is damage, even the last one, which holds the newest changes. A full or
+ * conventional zone may hold other bytes after the tail (zeros after a
+ * finish, an older chain's records), so only later records prove damage
+ * there.
  */
 static void jrnl_replay_stop(struct jrnl_replayer *s)
 {
 	struct jrnl_replay_info *info = s->info;
+	const struct zm_zone *z = &s->j->m->zones[s->r.zone];
 
 	snprintf(info->stop, sizeof(info->stop), "%s", s->why);
 	info->last_seq = s->expect - 1;
-	if (s->r.pos && s->r.pos < s->r.end)
+	if (s->r.pos && s->r.pos < s->r.end) {
 		jrnl_scan_beyond(&s->r, s->gen, s->expect, info);
+		if (s->bad && jrnl_wp_is_end(z))
+			info->damaged = true;
+	}
 }
 
 /*
@@ -614,6 +812,18 @@ static int jrnl_replay(struct jrnl *j, const struct zf_anchor *a, bool salvage,
 
 	for (;;) {
 		ret = jrnl_rd_rec(&s, &h, &p);
+		if (ret == -EIO && !s.in_snap) {
+			/*
+			 * An unreadable block in the log: what it held, and
+			 * anything after it, cannot be known. Damage, as a
+			 * bad record with records behind it is.
+			 */
+			snprintf(s.why, sizeof(s.why),
+				 "reading the log in zone %u at 0x%" PRIx64 " failed (a media error)",
+				 r->zone, r->pos);
+			info->damaged = true;
+			break;
+		}
 		if (ret < 0)
 			goto out_io;
 		if (!ret)
@@ -651,7 +861,7 @@ static int jrnl_replay(struct jrnl *j, const struct zf_anchor *a, bool salvage,
 	j->snap_seq = le64toh(a->snap_seq);
 	j->snap_bytes = info->snap_bytes;
 	j->log_bytes = jrnl_replay_log_room(j, s.good_end);
-	j->need_roll = !info->clean;
+	j->need_roll = !info->clean || j->sz_switches;
 	ret = 0;
 	goto out_free;
 
@@ -671,6 +881,13 @@ out_bad:
 out_io:
 	zutil_err(err, errlen, "%s: reading the journal in zone %u failed: %s",
 		  zdev_path(j->dev), r->zone, strerror(-ret));
+	/*
+	 * A media error in the snapshot is damage like a bad CRC there:
+	 * fsck reports it as a problem left (exit 4), not as a check that
+	 * could not run.
+	 */
+	if (ret == -EIO)
+		ret = -EUCLEAN;
 out_free:
 	free(r->buf);
 	return ret;
@@ -697,7 +914,7 @@ int jrnl_open(struct zdev *dev, unsigned int flags, struct zmeta *m,
 	ret = jrnl_read_super(dev, &j->sb, err, errlen);
 	if (ret)
 		goto out_free;
-	ret = jrnl_find_anchor(j, &a, err, errlen);
+	ret = jrnl_find_anchor(j, &a, info, err, errlen);
 	if (ret)
 		goto out_free;
 	j->gen = le32toh(a.chain_gen);

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * The invariants of the in-DRAM metadata, checked over the whole set:
- * zm_verify(), for debug builds and fsck. It reads the tables and changes
- * nothing; each rule is the one the code that keeps it uses, so that a
- * state zm_apply() builds from sound records passes.
+ * zm_verify(), for mount, fsck and checking builds. It reads the
+ * tables and changes nothing; each rule is the one the code that keeps it
+ * uses, so that a state zm_apply() builds from sound records passes.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -386,6 +386,25 @@ void data_truncate_staged(struct zfs *fs, struct zfs_rt *rt, uint64_t size);
  * numbers are not reused within a mount: this only gives back memory.
  */
 void data_lost_forget(struct zfs *fs, uint64_t ino);
+/*
+ * Mark [s, e) of @ino lost: its reads fail with EIO until it is written
+ * again or truncated away. For the mount, before any thread runs.
+ * 0 or -ENOMEM.
+ */
+int data_lost_mark(struct zfs *fs, uint64_t ino, uint64_t s, uint64_t e);
+/*
+ * Check every invariant of the replayed metadata against the device's
+ * write pointers (zfs_check.c): the one check that mount and fsck run.
+ * Each problem goes to @say as one line (and counts in @res: errors,
+ * fixed, warnings, inodes, directories, extents); with @repair, what can
+ * be fixed without losing data that can be proven good is fixed in
+ * memory (the caller writes it as a new snapshot). Takes meta_lock and
+ * alloc_lock; no other thread may run. 0, or -ENOMEM when a check could
+ * not run.
+ */
+int zfs_check(struct zfs *fs, bool repair,
+	      void (*say)(void *arg, const char *line), void *arg,
+	      struct zfs_fsck_result *res);
 /* zfs_read_buf() and zfs_read_buf_put(). */
 void *data_read_buf(struct zfs *fs, size_t size);
 void data_read_buf_put(struct zfs *fs, void *buf, size_t size);

@@ -174,6 +174,127 @@ static void zfs_verify(struct zfs *fs, bool at_mount)
 #endif
 }
 
+/* ---- what the mount refuses ---------------------------------------------------------------------------- */
+
+#define ZFS_CHECK_SHOWN 20 /* problems the mount log lists, of any number */
+
+struct zfs_mount_say {
+	const char *path;
+	uint32_t n;
+};
+
+static void zfs_mount_say(void *arg, const char *line)
+{
+	struct zfs_mount_say *s = arg;
+
+	if (s->n++ < ZFS_CHECK_SHOWN)
+		zlog_err("%s: %s", s->path, line);
+	else if (s->n == ZFS_CHECK_SHOWN + 1)
+		zlog_err("%s: ... and more: `zonefuse fsck %s` lists them all",
+			 s->path, s->path);
+}
+
+/*
+ * A read-only mount of damaged metadata serves what is there, but the
+ * bytes the device says never landed (above a zone's write pointer) are
+ * not the file's: their reads fail with EIO, as those of a writeback
+ * that failed do (data_lost.c), rather than hand back what the zone holds
+ * there (zeros, or an older file's data on a conventional zone).
+ */
+static int zfs_mount_mark_unwritten(struct zfs *fs)
+{
+	uint32_t b, k;
+	int ret;
+
+	for (b = 0; b <= fs->m.imask; b++) {
+		struct zm_inode *in;
+
+		for (in = fs->m.itab[b]; in; in = in->hnext) {
+			if (!zm_is_reg(in))
+				continue;
+			for (k = 0; k < in->f.n_ext; k++) {
+				const struct zm_extent *e = &in->f.ext[k];
+				const struct zm_zone *z =
+					&fs->m.zones[zm_zone_of(&fs->m, e->addr)];
+				uint64_t keep;
+
+				if (z->type != ZDEV_ZONE_SEQ ||
+				    e->addr + e->len <= z->wp)
+					continue;
+				keep = e->addr < z->wp ? z->wp - e->addr : 0;
+				ret = data_lost_mark(fs, in->ino, e->foff + keep,
+						     e->foff + e->len);
+				if (ret)
+					return ret;
+			}
+		}
+	}
+	return 0;
+}
+
+/*
+ * Damage found after replay: the journal ends at a bad record with later
+ * records behind it, or the metadata fails a check of zfs_check() (the
+ * one fsck runs). A writable mount would make the loss permanent (its new
+ * snapshot leaves out what the damage hides, and zones only the lost
+ * records name would be reset), so it is refused, with the reason on
+ * stderr (the daemon has not gone to the background yet) and what to run.
+ * A read-only mount serves the metadata as replayed, with a warning.
+ */
+static int zfs_mount_check(struct zfs *fs, const char *path, char *err,
+			   size_t errlen)
+{
+	struct zfs_mount_say say = { .path = path };
+	struct zfs_fsck_result res;
+	const struct jrnl_replay_info *info = &fs->replay;
+	uint32_t problems;
+	int ret;
+
+	memset(&res, 0, sizeof(res));
+	/* Damage a copy covers: served, and rewritten by a writable mount. */
+	if (info->super_damaged)
+		zlog_warn("%s: %s is damaged; the other copy served%s",
+			  path, info->super_bad,
+			  fs->rdonly ? ": run `zonefuse fsck --repair` to rewrite it" :
+				       ", and both are written anew now");
+	if (info->anchor_damaged)
+		zlog_warn("%s: %s is damaged; %s%s", path, info->anchor_bad,
+			  info->anchor_scanned ? "the metadata chain it named was found by its head zone" :
+						 "a valid anchor named the metadata",
+			  fs->rdonly ? ": run `zonefuse fsck --repair` to rewrite the super zone" :
+				       ", and the super zones are written anew now");
+	if (info->damaged && info->damaged_seq)
+		zlog_err("%s: the metadata journal is damaged: replay stopped at %s, but valid records up to seq %" PRIu64 " follow; the changes they hold are not in what was replayed",
+			 path, info->stop, info->damaged_seq);
+	else if (info->damaged)
+		zlog_err("%s: the metadata journal is damaged: replay stopped at %s; the changes the log holds from there on are not in what was replayed",
+			 path, info->stop);
+	ret = zfs_check(fs, false, zfs_mount_say, &say, &res);
+	if (ret) {
+		zutil_err(err, errlen, "%s: checking the metadata failed: %s",
+			  path, strerror(-ret));
+		return ret;
+	}
+	problems = res.errors + info->damaged;
+	if (!problems)
+		return 0;
+	if (!fs->rdonly) {
+		zutil_err(err, errlen,
+			  "%s: the metadata is damaged (%u problem%s, above); no metadata was written. Mount with -o ro to read the files as replayed, or run `zonefuse fsck --repair %s` to keep what is sound and write it anew",
+			  path, problems, problems > 1 ? "s" : "", path);
+		return -EUCLEAN;
+	}
+	ret = zfs_mount_mark_unwritten(fs);
+	if (ret) {
+		zutil_err(err, errlen, "%s: marking unreadable data failed: %s",
+			  path, strerror(-ret));
+		return ret;
+	}
+	zlog_warn("%s: mounted read-only despite %u problem%s (above): files read as replayed, data the device never got reads as EIO; `zonefuse fsck --repair %s` makes it writable again",
+		  path, problems, problems > 1 ? "s" : "", path);
+	return 0;
+}
+
 /* ---- mount, unmount ------------------------------------------------------------------------------------ */
 
 static void zfs_free(struct zfs *fs)
@@ -264,11 +385,13 @@ int zfs_mount(const char *path, const struct zfs_opts *opts,
 	if (ret)
 		goto out_jrnl;
 	zfs_verify(fs, true);
+	if (!fs->opts.no_check) {
+		ret = zfs_mount_check(fs, path, err, errlen);
+		if (ret)
+			goto out_alloc;
+	}
 	if (!fs->rdonly) {
-		if (info.damaged)
-			zlog_err("%s: the metadata journal is damaged: replay stopped at %s, and records up to seq %" PRIu64 " after it are lost; run `zonefuse fsck %s`",
-				 path, info.stop, info.damaged_seq, path);
-		else if (!info.clean)
+		if (!info.clean && !info.damaged)
 			zlog_info("%s: the last session did not unmount cleanly (%s); starting a new metadata snapshot",
 				  path, info.stop);
 		ret = jrnl_start(fs->j);

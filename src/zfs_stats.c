@@ -126,6 +126,10 @@ int zfs_get_stats(struct zfs *fs, struct zfs_stats *s)
 			-1;
 	s->max_open = zdev_geom(fs->dev)->max_open;
 	s->max_active = zdev_geom(fs->dev)->max_active;
+	s->super_zone[0] = js.super_zone[0];
+	s->super_zone[1] = js.super_zone[1];
+	s->nr_chain = ZF_MAX(js.chain_zones,
+			     jrnl_chain(fs->j, s->chain, ZFS_STATS_CHAIN));
 	s->read_only = fs->rdonly || fs->error;
 	s->error = fs->error;
 	return 0;
@@ -133,8 +137,15 @@ int zfs_get_stats(struct zfs *fs, struct zfs_stats *s)
 
 int zfs_stats_json(const struct zfs_stats *s, char *buf, size_t size)
 {
-	char wa[32];
+	char wa[32], chain[ZFS_STATS_CHAIN * 12 + 8];
+	size_t cl = 0;
+	uint32_t i;
 	int n;
+
+	for (i = 0; i < ZF_MIN(s->nr_chain, ZFS_STATS_CHAIN); i++)
+		cl += (size_t)snprintf(chain + cl, sizeof(chain) - cl, "%s%u",
+				       i ? ", " : "", s->chain[i]);
+	chain[cl] = '\0';
 
 	if (s->write_amplification < 0)
 		snprintf(wa, sizeof(wa), "null");
@@ -160,6 +171,8 @@ int zfs_stats_json(const struct zfs_stats *s, char *buf, size_t size)
 		     ", \"meta_resets_max\": %" PRIu64
 		     ", \"open_zones\": %u, \"active_zones\": %u"
 		     ", \"max_open\": %u, \"max_active\": %u"
+		     ", \"super_zones\": [%u, %u], \"chain_zones\": [%s]"
+		     ", \"chain_length\": %u"
 		     ", \"read_only\": %s}",
 		     s->capacity_bytes, s->used_bytes, s->free_bytes,
 		     s->reclaimable_bytes, s->files, s->directories,
@@ -173,6 +186,7 @@ int zfs_stats_json(const struct zfs_stats *s, char *buf, size_t size)
 		     s->resets_mean, s->resets_max - s->resets_min,
 		     s->meta_resets_max, s->open_zones,
 		     s->active_zones, s->max_open, s->max_active,
+		     s->super_zone[0], s->super_zone[1], chain, s->nr_chain,
 		     s->read_only ? "true" : "false");
 	if (n < 0 || (size_t)n >= size)
 		return -ERANGE;

@@ -86,13 +86,28 @@ static void fsck(bool repair, struct run *r)
 }
 
 /*
- * The finding @needle is reported without --repair (exit 4), fixed with
- * it (exit 1), and gone after (exit 0).
+ * What fsck finds, the mount finds too (they run one check): a writable
+ * mount is refused, and a read-only one serves the file system as it is.
+ */
+static void mount_refuses(void)
+{
+	struct zfs *fs;
+
+	tu_mount_refused(tu_img);
+	fs = tu_mount(tu_img, true);
+	tu_unmount(fs);
+}
+
+/*
+ * The finding @needle is reported without --repair (exit 4) and refused
+ * by a writable mount, fixed by --repair (exit 1), and gone after (exit
+ * 0).
  */
 static void detected_and_fixed(const char *needle)
 {
 	struct run r;
 
+	mount_refuses();
 	fsck(false, &r);
 	ck_assert_int_eq(r.ret, ZFS_FSCK_UNFIXED);
 	ck_assert_uint_ge(r.res.errors, 1);
@@ -337,6 +352,31 @@ static void log_extent(struct zfs *fs, uint64_t ino, uint64_t foff,
 	fs->verified = false;
 }
 
+/*
+ * fsck --repair of a sound file system that was not unmounted cleanly
+ * changes nothing and exits 0: fsck(8)'s 1 means the image was changed.
+ */
+START_TEST(test_repair_sound_untouched)
+{
+	struct zfs *fs = tu_mount(tu_img, false);
+	char before[PATH_MAX + 8];
+	struct run r;
+
+	populate(fs);
+	zfs_crash(fs);
+	snprintf(before, sizeof(before), "%s.before", tu_img);
+	tu_copy_file(tu_img, before);
+	fsck(true, &r);
+	ck_assert_int_eq(r.ret, ZFS_FSCK_OK);
+	ck_assert_uint_eq(r.res.errors, 0);
+	ck_assert_msg(said_count(&r.said, "not cleanly unmounted"),
+		      "fsck --repair did not say the log was unclean");
+	ck_assert_msg(tu_files_equal(tu_img, before),
+		      "fsck --repair of a sound image changed it");
+	unlink(before);
+}
+END_TEST
+
 /* An extent naming device space never written: above the write pointer. */
 START_TEST(test_extent_above_wp)
 {
@@ -355,11 +395,27 @@ START_TEST(test_extent_above_wp)
 	TU_OK(zfs_sync(fs));
 	tu_unmount(fs);
 
+	/* Read-only, the range the device never got reads as EIO. */
+	fs = tu_mount(tu_img, true);
+	ck_assert_int_eq(tu_verify(fs, "/ghost", 0, 4096, 5), 0);
+	ck_assert_int_eq(tu_verify(fs, "/ghost", 8192, 4096, 5), -EIO);
+	tu_unmount(fs);
+
 	detected_and_fixed("write pointer");
 	fs = tu_mount(tu_img, true);
-	/* The range reads as a hole; the real data is untouched. */
+	/*
+	 * The file is cut where its data stops: it reads short, never
+	 * zeros passed off as its bytes; the real data is untouched.
+	 */
 	TU_OK(tu_verify(fs, "/ghost", 0, 4096, 5));
-	TU_OK(tu_verify(fs, "/ghost", 8192, 8192, 0));
+	TU_OK(tu_verify(fs, "/ghost", 4096, 4096, 0)); /* its own hole */
+	ck_assert_int_eq(tu_verify(fs, "/ghost", 8192, 4096, 0), -EILSEQ);
+	{
+		struct stat st;
+
+		TU_OK(zfs_getattr(fs, (uint64_t)ino, &st));
+		ck_assert_int_eq(st.st_size, 8192);
+	}
 	ck_assert_uint_eq(fs->m.zones[zone].valid, 0);
 	tu_unmount(fs);
 }
@@ -658,7 +714,9 @@ END_TEST
 
 /*
  * A superblock whose CRC fails. Both copies: -EUCLEAN, "damaged". One
- * copy: the other one is there for that, the file system mounts.
+ * copy: the other one is there for that, the file system mounts; fsck
+ * reports the bad copy (exit 4), --repair writes it anew (exit 1), and a
+ * writable mount does the same by itself.
  */
 START_TEST(test_superblock_crc)
 {
@@ -675,10 +733,28 @@ START_TEST(test_superblock_crc)
 	tu_image_flip(tu_img, s1 * TU_MIB + label);
 	fs = tu_mount(tu_img, true);
 	TU_OK(tu_verify(fs, "/d/f", 0, 40000, 1));
+	ck_assert(fs->replay.super_damaged);
 	tu_unmount(fs);
 	fsck(false, &r);
-	ck_assert_int_eq(r.ret, ZFS_FSCK_OK);
-	tu_image_flip(tu_img, s1 * TU_MIB + label);
+	ck_assert_int_eq(r.ret, ZFS_FSCK_UNFIXED);
+	ck_assert_uint_eq(said_count(&r.said, "superblock"), 1);
+	{
+		char copy[PATH_MAX + 8];
+
+		snprintf(copy, sizeof(copy), "%s.copy", tu_img);
+		tu_copy_file(tu_img, copy);
+		fsck(true, &r);
+		ck_assert_int_eq(r.ret, ZFS_FSCK_FIXED);
+		fsck(false, &r);
+		ck_assert_int_eq(r.ret, ZFS_FSCK_OK);
+		/* The mount heals it too. */
+		tu_copy_file(copy, tu_img);
+		unlink(copy);
+		fs = tu_mount(tu_img, false);
+		tu_unmount(fs);
+		fsck(false, &r);
+		ck_assert_int_eq(r.ret, ZFS_FSCK_OK);
+	}
 
 	tu_image_flip(tu_img, s0 * TU_MIB + label);
 	fs = tu_mount(tu_img, true);
@@ -1036,6 +1112,7 @@ static Suite *fsck_suite(void)
 	add(s, "nlink_unclean", test_nlink_unclean);
 	add(s, "unreachable", test_unreachable);
 	add(s, "extent_above_wp", test_extent_above_wp);
+	add(s, "repair_sound_untouched", test_repair_sound_untouched);
 	add(s, "zone_readonly", test_zone_readonly);
 	add(s, "zone_offline", test_zone_offline);
 	add(s, "parent_pointer", test_parent_pointer);

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "testutil.h"
 #include "zfs_i.h"
@@ -229,13 +230,39 @@ START_TEST(test_torn_uncommitted)
 END_TEST
 
 /*
- * Garbage over the last commit on the medium: replay ends before it. With
- * garbage over only the last block of a multi-block commit, the records
- * whole before it are kept: a prefix, record by record.
+ * fsck --repair accepts the loss (exit 1, the damage said), and then the
+ * file system is sound and mounts writable with the state of @want.
+ */
+static void repair_gives(const char *path, const char *want)
+{
+	struct zfs_fsck_result res;
+	char err[512] = "", *d;
+	struct zfs *fs;
+	int ret = zfs_fsck(path, true, NULL, NULL, &res, err, sizeof(err));
+
+	ck_assert_msg(ret == ZFS_FSCK_FIXED && res.fixed == res.errors,
+		      "fsck --repair of %s: %d, %u errors, %u fixed (%s)", path,
+		      ret, res.errors, res.fixed, err);
+	fsck_ok(path);
+	fs = tu_mount(path, false);
+	d = tu_digest(fs);
+	digest_eq(d, want, "after the repair");
+	free(d);
+	tu_unmount(fs);
+}
+
+/*
+ * Garbage over the last commit, below the zone's write pointer: the device
+ * says those blocks were written, so this is damage of the newest changes,
+ * not a torn tail. Replay keeps the records whole before it (a prefix,
+ * record by record) and says so; a writable mount is refused, fsck --repair
+ * gives the damaged changes up. A torn commit is what never reached the
+ * device: above the write pointer (here the pointer is lowered over the
+ * commit's last block), ignored without a word, and the mount carries on.
  */
 START_TEST(test_torn_garbage)
 {
-	char *da, *d, junk[8192];
+	char *da, *d, junk[8192], torn[PATH_MAX + 8];
 	uint64_t wp1, wp2;
 	uint32_t z1, z2, i, kept = 0;
 	struct zfs *fs;
@@ -257,12 +284,15 @@ START_TEST(test_torn_garbage)
 	ck_assert_uint_eq(z1, z2);
 	ck_assert_uint_ge(wp2 - wp1, 2 * 4096); /* a commit of 2+ blocks */
 	zfs_crash(fs);
+	snprintf(torn, sizeof(torn), "%s.torn", tu_img);
+	tu_copy_file(tu_img, torn);
 
-	/* Garbage over the commit's last block: a torn write. */
+	/* Garbage over the commit's last block. */
 	tu_random(junk, sizeof(junk), 42);
 	tu_image_write(tu_img, wp2 - 4096, junk, 4096);
 	fs = tu_mount(tu_img, true);
 	ck_assert(!fs->replay.clean);
+	ck_assert(fs->replay.damaged);
 	for (i = 0; i < 60; i++) {
 		char p[64];
 		int64_t ino;
@@ -278,30 +308,47 @@ START_TEST(test_torn_garbage)
 	ck_assert_uint_lt(kept, 60);
 	TU_OK(tu_verify(fs, "/a/f", 0, 50000, 1));
 	tu_unmount(fs);
-	fsck_ok(tu_img);
+	fsck_damaged(tu_img);
+	tu_mount_refused(tu_img);
 
-	/* Garbage over all of it: the state before it. */
+	/* Garbage over all of it: the state before it, and refused too. */
 	for (i = 0; wp1 + i * sizeof(junk) < wp2; i++)
 		tu_image_write(tu_img, wp1 + i * sizeof(junk), junk,
 			       (size_t)ZF_MIN((uint64_t)sizeof(junk),
 					      wp2 - wp1 - i * sizeof(junk)));
 	fs = tu_mount(tu_img, true);
+	ck_assert(fs->replay.damaged);
 	d = tu_digest(fs);
 	digest_eq(d, da, "garbage over the last commit");
 	free(d);
 	tu_unmount(fs);
+	tu_mount_refused(tu_img);
+	repair_gives(tu_img, da);
 
-	/* Mounted writable, it carries on past the garbage. */
-	fs = tu_mount(tu_img, false);
+	/* Torn: the last block never reached the device. */
+	tu_image_set_wp(torn, z2, wp2 - 4096);
+	tu_image_write(torn, wp2 - 4096, junk, 4096);
+	fs = tu_mount(torn, true);
+	ck_assert(!fs->replay.clean && !fs->replay.damaged);
+	for (i = 0; i < kept; i++) {
+		char p[64];
+
+		snprintf(p, sizeof(p), "/dir-%02u-with-a-long-name-to-fill", i);
+		ck_assert_int_gt(tu_ino(fs, p), 0);
+	}
+	tu_unmount(fs);
+	fsck_ok(torn);
+	/* Mounted writable, it carries on past the torn tail. */
+	fs = tu_mount(torn, false);
 	TU_OK(tu_mkdir(fs, "/after", 0755));
 	tu_unmount(fs);
-	fs = tu_mount(tu_img, true);
+	fs = tu_mount(torn, true);
 	ck_assert(fs->replay.clean);
 	ck_assert_int_gt(tu_ino(fs, "/after"), 0);
-	ck_assert_int_eq(tu_ino(fs, "/dir-00-with-a-long-name-to-fill"),
-			 -ENOENT);
+	ck_assert_int_gt(tu_ino(fs, "/dir-00-with-a-long-name-to-fill"), 0);
 	tu_unmount(fs);
-	fsck_ok(tu_img);
+	fsck_ok(torn);
+	unlink(torn);
 	free(da);
 }
 END_TEST
@@ -309,7 +356,9 @@ END_TEST
 /*
  * One flipped byte in a record in the middle of the log: the records after
  * it are intact on the medium, but replay must not use them (their effect
- * may depend on the lost one). It stops there.
+ * may depend on the lost one). It stops there. A writable mount would
+ * make the loss permanent: it is refused, and a read-only one serves what
+ * replayed; fsck --repair is the user's way to accept the loss.
  */
 START_TEST(test_corrupt_middle)
 {
@@ -353,6 +402,7 @@ START_TEST(test_corrupt_middle)
 	free(d);
 	tu_unmount(fs);
 	fsck_damaged(tu_img);
+	tu_mount_refused(tu_img);
 
 	/* The same with the header's seq damaged instead (CRC still fails). */
 	tu_image_flip(tu_img, wp1 + sizeof(struct zf_rec_hdr) + 3);
@@ -361,8 +411,12 @@ START_TEST(test_corrupt_middle)
 	ck_assert_int_gt(tu_ino(fs, "/b/g"), 0);
 	ck_assert_int_eq(tu_ino(fs, "/c"), -ENOENT);
 	ck_assert(fs->replay.damaged);
+	d = tu_digest(fs);
 	tu_unmount(fs);
 	fsck_damaged(tu_img);
+	tu_mount_refused(tu_img);
+	repair_gives(tu_img, d);
+	free(d);
 	free(da);
 }
 END_TEST

@@ -256,6 +256,25 @@ void tu_image_write(const char *path, uint64_t dev_off, const void *buf,
 	close(fd);
 }
 
+void tu_image_set_wp(const char *path, uint32_t zone, uint64_t wp)
+{
+	/* struct zemu_disk_zone: wp (u64) at 0, crc of bytes 0-27 at 28. */
+	unsigned char e[32];
+	uint64_t at = 4096 + 32ull * zone;
+	uint32_t crc;
+	int fd = open(path, O_RDWR), i;
+
+	ck_assert_msg(fd >= 0, "open %s: %s", path, strerror(errno));
+	ck_assert_int_eq(pread(fd, e, sizeof(e), (off_t)at), (ssize_t)sizeof(e));
+	for (i = 0; i < 8; i++)
+		e[i] = (unsigned char)(wp >> (8 * i));
+	crc = crc32c(0, e, 28);
+	for (i = 0; i < 4; i++)
+		e[28 + i] = (unsigned char)(crc >> (8 * i));
+	ck_assert_int_eq(pwrite(fd, e, sizeof(e), (off_t)at), (ssize_t)sizeof(e));
+	close(fd);
+}
+
 void tu_image_read(const char *path, uint64_t dev_off, void *buf, size_t len)
 {
 	uint64_t base = tu_image_data_off(path);
@@ -275,6 +294,32 @@ void tu_image_flip(const char *path, uint64_t dev_off)
 	tu_image_read(path, dev_off, &c, 1);
 	c ^= 0xff;
 	tu_image_write(path, dev_off, &c, 1);
+}
+
+bool tu_files_equal(const char *a, const char *b)
+{
+	int fa = open(a, O_RDONLY), fb = open(b, O_RDONLY);
+	char *ba = malloc(1 << 20), *bb = malloc(1 << 20);
+	bool same = lseek(fa, 0, SEEK_END) == lseek(fb, 0, SEEK_END);
+	off_t pos = 0;
+
+	ck_assert_msg(fa >= 0 && fb >= 0 && ba && bb, "compare %s with %s: %s",
+		      a, b, strerror(errno));
+	while (same) {
+		ssize_t ra = pread(fa, ba, 1 << 20, pos);
+		ssize_t rb = pread(fb, bb, 1 << 20, pos);
+
+		ck_assert_int_ge(ra, 0);
+		same = ra == rb && !memcmp(ba, bb, (size_t)ra);
+		if (ra <= 0)
+			break;
+		pos += ra;
+	}
+	free(ba);
+	free(bb);
+	close(fa);
+	close(fb);
+	return same;
 }
 
 /* Copies the data segments only, so a sparse image stays sparse. */
@@ -341,6 +386,26 @@ struct zfs *tu_mount(const char *img, bool rdonly)
 
 	ck_assert_msg(ret == 0, "mount of %s: %d (%s)", img, ret, err);
 	return fs;
+}
+
+void tu_mount_refused(const char *img)
+{
+	struct zfs_opts o = { .commit_ms = 3600 * 1000,
+			      .no_reclaim_thread = true };
+	char before[PATH_MAX + 8], err[512] = "";
+	struct zfs *fs = NULL;
+	int ret;
+
+	snprintf(before, sizeof(before), "%s.before", img);
+	tu_copy_file(img, before);
+	ret = zfs_mount(img, &o, &fs, err, sizeof(err));
+	ck_assert_msg(ret == -EUCLEAN, "writable mount of %s: %d (%s)", img,
+		      ret, err);
+	ck_assert_msg(strstr(err, "-o ro") && strstr(err, "fsck --repair"),
+		      "the refusal does not say what to do: %s", err);
+	ck_assert_msg(tu_files_equal(img, before),
+		      "the refused mount changed %s", img);
+	unlink(before);
 }
 
 void tu_unmount(struct zfs *fs)

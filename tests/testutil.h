@@ -110,12 +110,20 @@ uint64_t tu_image_data_off(const char *path);
 void tu_image_write(const char *path, uint64_t dev_off, const void *buf,
 		    size_t len);
 void tu_image_read(const char *path, uint64_t dev_off, void *buf, size_t len);
+/*
+ * Set zone @zone's write pointer in the emulator image's zone table (its
+ * entry's CRC made good): what a drive would report after a write that
+ * never landed. The image must not be open.
+ */
+void tu_image_set_wp(const char *path, uint32_t zone, uint64_t wp);
 
 /* Flip (xor 0xff) the byte at device offset @dev_off of the image @path. */
 void tu_image_flip(const char *path, uint64_t dev_off);
 
 /* Copy the file @from to @to (which is replaced). */
 void tu_copy_file(const char *from, const char *to);
+/* Same length and bytes (a hole reads as zeros). */
+bool tu_files_equal(const char *a, const char *b);
 
 /* @len pseudo-random bytes from @seed (xorshift: the same on every run). */
 void tu_random(void *buf, size_t len, uint64_t seed);
@@ -131,6 +139,11 @@ extern const struct zfs_ctx tu_root_ctx;
  * or reset behind the test's back; asserts it worked.
  */
 struct zfs *tu_mount(const char *img, bool rdonly);
+/*
+ * A writable mount of @img is refused: -EUCLEAN, a message naming -o ro
+ * and fsck --repair, and the image's bytes the same after.
+ */
+void tu_mount_refused(const char *img);
 /* zfs_unmount(), asserting it returned 0. */
 void tu_unmount(struct zfs *fs);
 

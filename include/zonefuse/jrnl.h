@@ -125,10 +125,25 @@ struct jrnl_replay_info {
 	bool salvaged;	      /* JRNL_SALVAGE dropped a record that did not
 				 apply, and what followed */
 	bool damaged;	      /* the log ended at a bad record with valid
-				 records of later seq after it: damage in
-				 the middle, not a torn tail; what followed
-				 is lost */
-	uint64_t damaged_seq; /* the highest such later record */
+				 records of later seq after it, or at a
+				 block it could not read: damage in the
+				 middle, not a torn tail; what followed is
+				 not replayed */
+	uint64_t damaged_seq; /* the highest such later record (0: none
+				 found, as after an unreadable block) */
+	bool anchor_damaged;  /* a unit among the anchors of a super zone
+				 is not one (anchor_bad says which). After
+				 this or super_damaged, a writable journal
+				 rolls at once (jrnl_start()), and its
+				 anchors rewrite the damaged super zone */
+	bool anchor_scanned;  /* that unit may have been the newest anchor:
+				 the chain was found by its head zone's
+				 header instead */
+	char anchor_bad[80];
+	bool super_damaged;   /* a super zone's superblock copy does not
+				 hold (super_bad says which); the other
+				 copy served */
+	char super_bad[80];
 	char stop[200];	      /* why replay stopped where it did */
 };
 

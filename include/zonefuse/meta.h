@@ -210,7 +210,8 @@ int zm_apply(struct zmeta *m, uint16_t type, const void *payload,
  * regular file's extents are non-empty, sorted by file offset, disjoint,
  * inside one zone that exists and not past the file size; every zone's
  * valid is what the extents in it take, in whole blocks; live_bytes is
- * the sum of every zone's valid. For debug builds and fsck. Returns 0,
+ * the sum of every zone's valid. Mount and fsck run it (zfs_check()),
+ * and a checking build again at unmount. Returns 0,
  * -EUCLEAN with the first broken rule in @why (naming the inode or the
  * zone), or -ENOMEM (it keeps a count per zone).
  */

@@ -33,6 +33,10 @@ struct zfs_opts {
 	bool defer_threads;	 /* start threads with zfs_start() (a daemon
 				    forks after mounting) */
 	bool salvage;		 /* fsck --repair: see JRNL_SALVAGE */
+	bool no_check;		 /* fsck: mount what replays, damaged or not,
+				    and let the caller run zfs_check() (a
+				    mount refuses damage, or with rdonly
+				    serves it with a warning) */
 	bool wait_busy;		 /* wait for a device another process is
 				    releasing (ZDEV_WAIT): the tools' way */
 };
@@ -112,7 +116,13 @@ int zfs_fsck(const char *path, bool repair,
 	     void (*say)(void *arg, const char *line), void *arg,
 	     struct zfs_fsck_result *res, char *err, size_t errlen);
 
-/* Open a device (zdev_open) and mount the file system on it. */
+/*
+ * Open a device (zdev_open) and mount the file system on it. The replayed
+ * metadata goes through the check fsck runs; damage (a journal damaged in
+ * the middle, a problem fsck would report) fails a writable mount with
+ * -EUCLEAN and the problems logged, and is served with a warning by a
+ * read-only one (unless opts.no_check).
+ */
 int zfs_mount(const char *path, const struct zfs_opts *opts,
 	      struct zfs **fsp, char *err, size_t errlen);
 
@@ -288,6 +298,8 @@ int zfs_removexattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 
 int zfs_statfs(struct zfs *fs, struct statvfs *st);
 
+#define ZFS_STATS_CHAIN 16u
+
 struct zfs_stats {
 	uint64_t capacity_bytes, used_bytes, free_bytes, reclaimable_bytes;
 	uint64_t files, directories;
@@ -307,6 +319,10 @@ struct zfs_stats {
 	uint32_t active_zones; /* slots held: data zones, the journal's, the
 				  super zone's when it keeps one */
 	uint32_t max_open, max_active;
+	uint32_t super_zone[2];		  /* where the metadata starts */
+	uint32_t chain[ZFS_STATS_CHAIN]; /* the journal's zones, in order */
+	uint32_t nr_chain;		  /* all of them (chain[] has the
+					     first ZFS_STATS_CHAIN) */
 	bool read_only;
 	int error; /* the sticky error, 0 if healthy */
 };

@@ -188,9 +188,11 @@ class Mount:
         self.dir = os.path.join(WORK, name)
         self.opts = opts
         self.proc = None
+        self.result = None
         os.makedirs(self.dir, exist_ok=True)
         _mounts.append(self)
-        self.mount(foreground)
+        if foreground is not None:
+            self.mount(foreground)
 
     def mount(self, foreground=False):
         args = [ZONEFUSE, "mount", self.img, self.dir]
@@ -301,6 +303,20 @@ class Mount:
 
     def stats(self):
         return json.loads(os.getxattr(self.dir, "user.zonefuse.stats"))
+
+
+def try_mount(img, name, opts=None):
+    """Mount img (daemonized) on WORK/name if it mounts. Returns (Mount or
+    None, the CompletedProcess of `zonefuse mount`): a refusal is the
+    caller's to judge, by its exit status and message."""
+    m = Mount(img, name, opts, foreground=None)
+    args = [ZONEFUSE, "mount", img, m.dir] + (["-o", opts] if opts else [])
+    r = subprocess.run(args, capture_output=True, text=True)
+    m.result = r
+    if r.returncode or not os.path.ismount(m.dir):
+        _mounts.remove(m)
+        return None, r
+    return m, r
 
 
 def expect_errno(err, fn, *args, **kw):

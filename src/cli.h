@@ -21,6 +21,7 @@ int cli_mkfs(int argc, char **argv);
 int cli_fsck(int argc, char **argv);
 int cli_stat(int argc, char **argv);
 int cli_dump(int argc, char **argv);
+int cli_scrub(int argc, char **argv);
 int cli_mount(int argc, char **argv);
 
 /* "zonefuse CMD: " followed by the message, on stderr. */

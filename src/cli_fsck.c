@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* zonefuse fsck DEVICE [--repair] [--json] */
+/* zonefuse fsck DEVICE [--repair] [--data] [--json] */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -11,11 +11,13 @@
 static void fsck_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: zonefuse fsck DEVICE [--repair] [--json]\n"
+		"usage: zonefuse fsck DEVICE [--repair] [--data] [--json]\n"
 		"Replay the journal and check every invariant of the file system.\n"
 		"\n"
 		"  --repair   fix what can be fixed without losing data that can be\n"
 		"             proven good, and say what was dropped\n"
+		"  --data     also read every block of file data and check its\n"
+		"             checksum (zonefuse scrub does this on a mounted one)\n"
 		"  --json     print the result as one JSON object\n"
 		"\n"
 		"Exit status as fsck(8): 0 clean, 1 errors fixed, 4 errors left,\n"
@@ -43,13 +45,14 @@ int cli_fsck(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "repair", no_argument, NULL, 'r' },
+		{ "data", no_argument, NULL, 'd' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct zfs_fsck_result res;
 	struct fsck_out out = { 0 };
-	bool repair = false;
+	unsigned int flags = 0;
 	char err[512] = "";
 	int c, ret;
 
@@ -58,7 +61,10 @@ int cli_fsck(int argc, char **argv)
 		switch (c) {
 		case 'r':
 		case 'y':
-			repair = true;
+			flags |= ZFS_FSCK_REPAIR;
+			break;
+		case 'd':
+			flags |= ZFS_FSCK_DATA;
 			break;
 		case 'j':
 			out.json = true;
@@ -84,7 +90,7 @@ int cli_fsck(int argc, char **argv)
 		printf(", \"problems\": [");
 	}
 	cli_wait_released(argv[optind]);
-	ret = zfs_fsck(argv[optind], repair, fsck_say, &out, &res, err,
+	ret = zfs_fsck(argv[optind], flags, fsck_say, &out, &res, err,
 		       sizeof(err));
 	if (out.json) {
 		printf("], \"errors\": %u, \"fixed\": %u, \"warnings\": %u"
@@ -94,6 +100,10 @@ int cli_fsck(int argc, char **argv)
 		       res.errors, res.fixed, res.warnings, res.inodes, res.dirs,
 		       res.extents,
 		       res.log_records, res.clean_tail ? "true" : "false", ret);
+		if (flags & ZFS_FSCK_DATA)
+			printf(", \"data_bytes\": %" PRIu64 ", \"data_files\": %" PRIu64
+			       ", \"damaged_files\": %" PRIu64,
+			       res.data_bytes, res.data_files, res.damaged_files);
 		if (err[0]) {
 			printf(", \"error\": ");
 			cli_json_str(err);
@@ -105,6 +115,9 @@ int cli_fsck(int argc, char **argv)
 		cli_error("fsck", "%s", err);
 	if (ret == ZFS_FSCK_OPERROR)
 		return ret;
+	if (flags & ZFS_FSCK_DATA)
+		printf("data: %" PRIu64 " files, %" PRIu64 " bytes read and checked, %" PRIu64 " damaged\n",
+		       res.data_files, res.data_bytes, res.damaged_files);
 	printf("%s: %" PRIu64 " inodes, %" PRIu64 " directories, %" PRIu64 " extents, %" PRIu64 " journal records replayed; ",
 	       argv[optind], res.inodes, res.dirs, res.extents,
 	       res.log_records);
@@ -112,7 +125,7 @@ int cli_fsck(int argc, char **argv)
 		printf("clean%s\n", res.warnings ? " (with the warnings above)" : "");
 	else
 		printf("%u problems, %u fixed%s\n", res.errors, res.fixed,
-		       res.fixed < res.errors && !repair ?
+		       res.fixed < res.errors && !(flags & ZFS_FSCK_REPAIR) ?
 			       " (run with --repair to fix what can be)" :
 			       "");
 	return ret;

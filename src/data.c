@@ -566,8 +566,36 @@ static bool data_read_direct(const struct zfs *fs, const char *buf,
 }
 
 /*
+ * Check the blocks just read for extents @first.. of @in (@ios, @n of
+ * them) against their checksums. A mismatch is never handed back as the
+ * file's bytes: -EIO, and the log says which file, offset and zone.
+ */
+static int data_csum_check(struct zfs *fs, struct zm_inode *in, uint32_t first,
+			   const struct zdev_io *ios, uint32_t n)
+{
+	uint32_t i;
+	uint64_t bad;
+
+	for (i = 0; i < n; i++) {
+		const struct zm_extent *e = &in->f.ext[first + i];
+		uint64_t foff;
+
+		if (!zm_csum_check(&fs->m, ios[i].off, ios[i].buf, ios[i].len,
+				   &bad))
+			continue;
+		foff = e->foff + (bad > e->addr ? bad - e->addr : 0);
+		atomic_fetch_add(&fs->csum_errors, 1);
+		zlog_err("%s: inode %" PRIu64 ": the block at file offset %" PRIu64 " (zone %u, device offset 0x%" PRIx64 ") does not match its checksum: the read fails with EIO",
+			 zdev_path(fs->dev), in->ino, ZF_ROUND_DOWN(foff, (uint64_t)fs->bs),
+			 zm_zone_of(&fs->m, bad), bad);
+		return -EIO;
+	}
+	return 0;
+}
+
+/*
  * Read [off, off + size) of @in's extents (device data) into @buf, zeros
- * for holes. Caller holds the rt lock (shared or exclusive): the extents
+ * for holes. Every block read is checked against its checksum. Caller holds the rt lock (shared or exclusive): the extents
  * cannot change, nor their zones be reset, while it reads.
  */
 int data_read_extents(struct zfs *fs, struct zm_inode *in, char *buf,
@@ -629,6 +657,9 @@ int data_read_extents(struct zfs *fs, struct zm_inode *in, char *buf,
 			n++;
 		}
 		ret = zdev_submit(fs->dev, ios, n);
+		if (ret)
+			break;
+		ret = data_csum_check(fs, in, first, ios, n);
 		if (ret)
 			break;
 		for (i = 0; i < n; i++) {

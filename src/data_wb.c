@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "data_i.h"
+#include "zonefuse/crc32c.h"
 #include "zonefuse/util.h"
 
 #define DATA_WB_NICE (-5) /* writeback threads' nice value: see data_wb_main */
@@ -76,6 +77,7 @@ static int data_rmw(struct zfs *fs, struct zm_inode *in, struct zfs_chunk *c,
  * and a writer waiting for space with pieces unlogged kept reclaim from
  * the very zone the space was in (the fill test's rewrite after a
  * delete: 1 MiB dead beside 724 KiB written, unlogged, and data lost).
+ * The record carries the CRC32C of each block written (docs/format.md).
  * 0, or the record's errno: the piece's bytes are then not the file's.
  */
 static int data_log_piece(struct zfs *fs, struct zfs_rt *rt,
@@ -83,23 +85,36 @@ static int data_log_piece(struct zfs *fs, struct zfs_rt *rt,
 			  uint64_t addr, uint64_t len)
 {
 	struct zm_inode *in = rt->inode;
-	struct zf_rec_extent rec;
+	struct {
+		struct zf_rec_extent rec;
+		uint32_t csum[ZFS_CHUNK / 512];
+	} r;
+	const char *data = c->data + (foff - c->foff);
+	uint32_t bs = fs->bs, nb = ZF_CSUMS(addr, len, bs), i;
 	uint64_t lim;
 	int ret = 0;
 
+	/*
+	 * Each block whole, as it went to the device; before the locks (the
+	 * chunk is the writeback's alone now).
+	 */
+	for (i = 0; i < nb; i++)
+		r.csum[i] = htole32(crc32c(0, data + (size_t)i * bs, bs));
 	zlock_rd(&fs->meta_lock, ZLOCK_META);
 	zlock_wr(&rt->lock, ZLOCK_RT);
 	lim = ZF_MIN(c->foff + c->limit, data_vsize(in));
 	if (foff < lim) {
 		uint64_t n = ZF_MIN(len, lim - foff);
 
-		rec.ino = htole64(in->ino);
-		rec.foff = htole64(foff);
-		rec.addr = htole64(addr);
-		rec.len = htole64(n);
-		rec.size = htole64(foff + n);
-		rec.mtime = (int64_t)htole64((uint64_t)in->mtime);
-		ret = rec_log(fs, ZF_REC_EXTENT, &rec, sizeof(rec));
+		nb = ZF_CSUMS(addr, n, bs);
+		r.rec.ino = htole64(in->ino);
+		r.rec.foff = htole64(foff);
+		r.rec.addr = htole64(addr);
+		r.rec.len = htole64(n);
+		r.rec.size = htole64(foff + n);
+		r.rec.mtime = (int64_t)htole64((uint64_t)in->mtime);
+		ret = rec_log(fs, ZF_REC_EXTENT, &r,
+			      (uint32_t)(sizeof(r.rec) + nb * sizeof(r.csum[0])));
 		if (!ret)
 			rt->flushed += n;
 	}

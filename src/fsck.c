@@ -118,6 +118,7 @@ static void fsck_journal(struct fsck *f, const struct jrnl_replay_info *ri,
 		fsck_say(f, true, "super zones: %s is damaged (the other copy served)%s",
 			 ri->super_bad, repair ? ": rewritten (fixed)" : "");
 		f->res->fixed += repair;
+		f->res->copies_bad++;
 	}
 	if (ri->anchor_damaged) {
 		fsck_say(f, true, "super zones: %s is damaged (%s)%s", ri->anchor_bad,
@@ -125,6 +126,7 @@ static void fsck_journal(struct fsck *f, const struct jrnl_replay_info *ri,
 					      "a valid anchor names the metadata",
 			 repair ? ": the super zones rewritten (fixed)" : "");
 		f->res->fixed += repair;
+		f->res->copies_bad++;
 	}
 	if (ri->salvaged) {
 		fsck_say(f, true, "journal: %s (fixed)", ri->stop);
@@ -136,14 +138,32 @@ static void fsck_journal(struct fsck *f, const struct jrnl_replay_info *ri,
 	}
 }
 
+/* A file scrub found damaged: one problem, left (no copy to repair from). */
+static void fsck_data_found(void *arg, const char *path, uint64_t ino,
+			    const struct zfs_scrub_file *r)
+{
+	struct fsck *f = arg;
+	uint32_t i;
+
+	for (i = 0; i < r->nbad; i++)
+		fsck_say(f, i == 0,
+			 "data: %s (inode %" PRIu64 "): %" PRIu64 " bytes at file offset %" PRIu64 " (zone %u) %s: reads of them give EIO; restore the file from a copy",
+			 path, ino, r->bad[i].len, r->bad[i].foff, r->bad[i].zone,
+			 r->bad[i].unreadable ? "cannot be read" :
+						"fail their checksum");
+	if (r->more)
+		fsck_say(f, false, "data: %s (inode %" PRIu64 "): more damaged ranges than listed",
+			 path, ino);
+}
+
 /*
  * One pass: mount (@repair: writable, salvaging), report the replay, run
- * the check; with @repair write what it fixed as a new snapshot. Returns
- * 0, -EUCLEAN when the metadata does not replay (in @err), or another
- * errno (the check could not run).
+ * the check (and with @data, read all file data); with @repair write what
+ * it fixed as a new snapshot. Returns 0, -EUCLEAN when the metadata does
+ * not replay (in @err), or another errno (the check could not run).
  */
-static int fsck_pass(const char *path, bool repair, struct fsck *f, char *err,
-		     size_t errlen)
+static int fsck_pass(const char *path, bool repair, bool data, struct fsck *f,
+		     char *err, size_t errlen)
 {
 	struct zfs_opts o = { 0 };
 	struct zfs *fs;
@@ -162,6 +182,14 @@ static int fsck_pass(const char *path, bool repair, struct fsck *f, char *err,
 	snprintf(f->res->stop, sizeof(f->res->stop), "%s", fs->replay.stop);
 	fsck_journal(f, &fs->replay, repair);
 	ret = zfs_check(fs, repair, fsck_emit, f, f->res);
+	if (!ret && data) {
+		struct zfs_scrub_total t;
+
+		ret = zfs_scrub_all(fs, fsck_data_found, NULL, f, &t);
+		f->res->data_bytes = t.bytes;
+		f->res->data_files = t.files;
+		f->res->damaged_files = t.damaged_files;
+	}
 	if (ret) {
 		zutil_err(err, errlen, "%s: checking failed: %s", path,
 			  strerror(-ret));
@@ -189,31 +217,39 @@ static int fsck_pass(const char *path, bool repair, struct fsck *f, char *err,
 	return ret;
 }
 
-int zfs_fsck(const char *path, bool repair,
+int zfs_fsck(const char *path, unsigned int flags,
 	     void (*say)(void *arg, const char *line), void *arg,
 	     struct zfs_fsck_result *res, char *err, size_t errlen)
 {
+	bool repair = flags & ZFS_FSCK_REPAIR, data = flags & ZFS_FSCK_DATA;
 	struct fsck f = { .say = say, .arg = arg, .res = res, .hold = repair };
 	int ret;
 
-	ret = fsck_pass(path, false, &f, err, errlen);
+	/* The data is read in the last pass only: said once. */
+	ret = fsck_pass(path, false, data && !repair, &f, err, errlen);
 	if (ret && ret != -EUCLEAN) {
 		fsck_release(&f, true);
 		return ZFS_FSCK_OPERROR;
 	}
 	if (!repair || (!ret && !res->errors)) {
-		fsck_release(&f, true);
+		fsck_release(&f, !data || !repair);
 		if (ret) {
 			/* Metadata that does not replay: a problem (in @err). */
 			res->errors = 1;
 			return ZFS_FSCK_UNFIXED;
+		}
+		if (data && repair) {
+			/* Sound metadata: read the data, writing nothing. */
+			ret = fsck_pass(path, false, true, &f, err, errlen);
+			if (ret)
+				return ZFS_FSCK_OPERROR;
 		}
 		return res->errors ? ZFS_FSCK_UNFIXED : ZFS_FSCK_OK;
 	}
 	/* Something to repair: the repair pass says it all again. */
 	fsck_release(&f, false);
 	err[0] = '\0';
-	ret = fsck_pass(path, true, &f, err, errlen);
+	ret = fsck_pass(path, true, data, &f, err, errlen);
 	if (ret == -EUCLEAN) {
 		res->errors = 1;
 		return ZFS_FSCK_UNFIXED;

@@ -43,6 +43,14 @@ static int jrnl_check_super(const struct zf_super *sb, const struct zdev *dev,
 			  zdev_path(dev));
 		return -EUCLEAN;
 	}
+	if (le32toh(sb->version) < ZF_FORMAT_VERSION &&
+	    le32toh(sb->sb_size) == sizeof(*sb)) {
+		zutil_err(err, errlen,
+			  "%s: zonefuse format version %u, made by an older zonefuse: this one reads format %u (with data checksums) only; copy the files out with the zonefuse that made it, then `zonefuse mkfs` (docs/format.md)",
+			  zdev_path(dev), le32toh(sb->version),
+			  ZF_FORMAT_VERSION);
+		return -ENOTSUP;
+	}
 	if (le32toh(sb->version) != ZF_FORMAT_VERSION ||
 	    le32toh(sb->sb_size) != sizeof(*sb) ||
 	    (le64toh(sb->feat_incompat) & ~ZF_FEATURE_INCOMPAT_SUPP)) {

@@ -134,6 +134,8 @@ void zm_destroy(struct zmeta *m)
 		}
 	}
 	free(m->itab);
+	for (i = 0; i < m->nr_zones; i++)
+		free(m->zones[i].csum);
 	free(m->zones);
 	memset(m, 0, sizeof(*m));
 }

@@ -437,12 +437,17 @@ static int zm_apply_extent(struct zmeta *m, const void *p, uint32_t len,
 	struct zm_inode *in;
 	int ret;
 
-	if (len != sizeof(*r))
+	if (len < sizeof(*r))
 		return zm_bad(why, wl, "EXTENT record length mismatch");
 	in = zm_iget(m, le64toh(r->ino));
 	foff = le64toh(r->foff);
 	addr = le64toh(r->addr);
 	elen = le64toh(r->len);
+	if (addr + elen < addr || !elen ||
+	    len != sizeof(*r) + (uint64_t)ZF_CSUMS(addr, elen, m->block_size) *
+					sizeof(uint32_t))
+		return zm_bad(why, wl,
+			      "EXTENT record length mismatch (its block checksums)");
 	if (!in && zm_freed_ino(m, le64toh(r->ino)))
 		return 0;
 	if (!in || !zm_is_reg(in))
@@ -456,8 +461,11 @@ static int zm_apply_extent(struct zmeta *m, const void *p, uint32_t len,
 			      (unsigned long long)addr,
 			      (unsigned long long)elen);
 	ret = zm_extent_reserve(in, 2);
+	if (!ret)
+		ret = zm_csum_room(m, zm_zone_of(m, addr));
 	if (ret)
 		return ret;
+	zm_csum_set(m, addr, ZF_CSUMS(addr, elen, m->block_size), r + 1);
 	zm_extent_set(m, in, foff, addr, elen);
 	if (le64toh(r->size) > in->size)
 		in->size = le64toh(r->size);
@@ -514,12 +522,18 @@ static int zm_apply_extent_move(struct zmeta *m, const void *p, uint32_t len,
 	if (!in && zm_freed_ino(m, le64toh(r->ino)))
 		return 0;
 	if (!in || !zm_is_reg(in) || !zm_data_range_ok(m, new, mlen) ||
-	    old + mlen < old)
+	    old + mlen < old || !mlen ||
+	    zm_zone_of(m, old) >= m->nr_zones ||
+	    zm_zone_of(m, old + mlen - 1) != zm_zone_of(m, old) ||
+	    old % m->block_size != new % m->block_size)
 		return zm_bad(why, wl, "EXTENT_MOVE of file %llu: bad record",
 			      (unsigned long long)le64toh(r->ino));
 	ret = zm_extent_reserve(in, zm_move_room(in, old, mlen));
+	if (!ret)
+		ret = zm_csum_room(m, zm_zone_of(m, new));
 	if (ret)
 		return ret;
+	zm_csum_copy(m, old, new, mlen);
 	for (k = 0; k < in->f.n_ext; k++) {
 		struct zm_extent *e = &in->f.ext[k];
 		uint64_t s = ZF_MAX(e->addr, old);
@@ -559,6 +573,7 @@ static int zm_apply_zone(struct zmeta *m, uint16_t type, const void *p,
 			      "ZONE_RESET of zone %u, which holds live data",
 			      le32toh(r->zone));
 	z->resets = le64toh(r->resets);
+	zm_csum_drop(m, le32toh(r->zone));
 	if (z->type != ZDEV_ZONE_SEQ)
 		z->wp = z->start;
 	if (z->state == ZM_ZONE_DATA)

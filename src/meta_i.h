@@ -86,4 +86,23 @@ struct zm_xattr *zm_xattr_new(const char *name, uint16_t nlen,
 /* Take @x off @i and free it. */
 void zm_xattr_unlink(struct zm_inode *i, struct zm_xattr *x);
 
+/* meta_csum.c: the data blocks' checksums (struct zm_zone.csum). */
+
+/* The checksum table of @zone, made if there is none. 0 or -ENOMEM. */
+int zm_csum_room(struct zmeta *m, uint32_t zone);
+/*
+ * Set the checksums of @n blocks from the one holding @addr to @csums
+ * (le32, as records carry them). zm_csum_room() must have succeeded.
+ */
+void zm_csum_set(struct zmeta *m, uint64_t addr, uint32_t n,
+		 const void *csums);
+/*
+ * The blocks [@old, @old + @len) touch were copied whole to @new (same
+ * offset in a block): their checksums go with them. zm_csum_room() of
+ * @new's zone must have succeeded.
+ */
+void zm_csum_copy(struct zmeta *m, uint64_t old, uint64_t new, uint64_t len);
+/* Zone @zone was reset: its checksums go. */
+void zm_csum_drop(struct zmeta *m, uint32_t zone);
+
 #endif /* ZONEFUSE_META_I_H */

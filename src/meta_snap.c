@@ -188,6 +188,46 @@ static int zm_snap_dents(const struct zm_inode *in, struct zm_snap_buf *b,
 	return zm_snap_flush(b, emit, arg);
 }
 
+
+/*
+ * The checksums of every zone that holds file data, up to its last block
+ * that has one (what follows is zero in memory, and loads as zero).
+ */
+static int zm_snap_csums(const struct zmeta *m, struct zm_snap_buf *b,
+			 zm_emit_fn emit, void *arg)
+{
+	struct zf_rec_snap_csums *h = (void *)b->buf;
+	uint32_t max = (uint32_t)((sizeof(b->buf) - sizeof(*h)) / sizeof(uint32_t));
+	uint32_t z, i;
+	int ret;
+
+	for (z = 0; z < m->nr_zones; z++) {
+		const struct zm_zone *zn = &m->zones[z];
+		uint32_t n = (uint32_t)(zn->len / m->block_size), first;
+
+		if (!zn->csum || !zn->valid)
+			continue;
+		while (n && !zn->csum[n - 1])
+			n--;
+		for (first = 0; first < n; first += max) {
+			uint32_t cnt = ZF_MIN(n - first, max);
+			uint32_t *item = (void *)(h + 1);
+
+			h->zone = htole32(z);
+			h->first = htole32(first);
+			h->count = htole32(cnt);
+			h->reserved = 0;
+			for (i = 0; i < cnt; i++)
+				item[i] = htole32(zn->csum[first + i]);
+			ret = emit(arg, ZF_REC_SNAP_CSUMS, b->buf,
+				   (uint32_t)(sizeof(*h) + cnt * sizeof(*item)));
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
 int zm_snap_encode(const struct zmeta *m, zm_emit_fn user_emit,
 		   void *user_arg)
 {
@@ -255,6 +295,9 @@ int zm_snap_encode(const struct zmeta *m, zm_emit_fn user_emit,
 			goto out_free;
 		z += n;
 	}
+	ret = zm_snap_csums(m, b, emit, arg);
+	if (ret)
+		goto out_free;
 	se.nr_records = htole64(b->records + 1);
 	ret = emit(arg, ZF_REC_SNAP_END, &se, sizeof(se));
 out_free:
@@ -537,6 +580,31 @@ static int zm_load_end(struct zmeta *m, const void *p, uint32_t len,
 	return 0;
 }
 
+static int zm_load_csums(struct zmeta *m, const void *p, uint32_t len,
+			 char *why, size_t wl)
+{
+	const struct zf_rec_snap_csums *h = p;
+	uint32_t zone, first, count;
+	int ret;
+
+	if (len < sizeof(*h))
+		return zm_bad(why, wl, "SNAP_CSUMS too short");
+	zone = le32toh(h->zone);
+	first = le32toh(h->first);
+	count = le32toh(h->count);
+	if (zone >= m->nr_zones ||
+	    first > m->zones[zone].len / m->block_size ||
+	    count > m->zones[zone].len / m->block_size - first ||
+	    len != sizeof(*h) + (uint64_t)count * sizeof(uint32_t))
+		return zm_bad(why, wl, "SNAP_CSUMS out of range");
+	ret = zm_csum_room(m, zone);
+	if (ret)
+		return ret;
+	zm_csum_set(m, m->zones[zone].start + (uint64_t)first * m->block_size,
+		    count, h + 1);
+	return 0;
+}
+
 int zm_snap_load(struct zmeta *m, uint16_t type, const void *p, uint32_t len,
 		 char *why, size_t wl)
 {
@@ -581,6 +649,8 @@ int zm_snap_load(struct zmeta *m, uint16_t type, const void *p, uint32_t len,
 			m->zones[first + i].resets = le64toh(item->resets);
 		}
 		return 0;
+	case ZF_REC_SNAP_CSUMS:
+		return zm_load_csums(m, p, len, why, wl);
 	case ZF_REC_SNAP_END:
 		return zm_load_end(m, p, len, why, wl);
 	default:

@@ -278,6 +278,8 @@ struct zfs {
 	uint64_t base_gc_bytes;
 	uint64_t base_meta_bytes;
 	_Atomic uint64_t gc_bytes;
+	_Atomic uint64_t csum_errors; /* blocks read that failed their
+					 checksum, since mount */
 
 	struct jrnl_replay_info replay; /* how the mount's replay went */
 	bool verified;	/* checking builds: zm_verify() passed at mount */

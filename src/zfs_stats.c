@@ -119,6 +119,7 @@ int zfs_get_stats(struct zfs *fs, struct zfs_stats *s)
 	s->gc_bytes_written = fs->base_gc_bytes + fs->gc_bytes;
 	s->meta_bytes_written = fs->base_meta_bytes + js.meta_bytes;
 	s->device_bytes_read = ds.bytes_read;
+	s->checksum_errors = atomic_load(&fs->csum_errors);
 	s->write_amplification =
 		s->host_bytes_written ?
 			(double)s->device_bytes_written /
@@ -164,6 +165,7 @@ int zfs_stats_json(const struct zfs_stats *s, char *buf, size_t size)
 		     ", \"gc_bytes_written\": %" PRIu64
 		     ", \"meta_bytes_written\": %" PRIu64
 		     ", \"device_bytes_read\": %" PRIu64
+		     ", \"checksum_errors\": %" PRIu64
 		     ", \"write_amplification\": %s"
 		     ", \"resets_total\": %" PRIu64 ", \"resets_min\": %" PRIu64
 		     ", \"resets_max\": %" PRIu64 ", \"resets_mean\": %.3f"
@@ -181,7 +183,7 @@ int zfs_stats_json(const struct zfs_stats *s, char *buf, size_t size)
 		     s->zones_bad, s->snap_seq, s->last_seq,
 		     s->host_bytes_written, s->device_bytes_written,
 		     s->gc_bytes_written, s->meta_bytes_written,
-		     s->device_bytes_read, wa,
+		     s->device_bytes_read, s->checksum_errors, wa,
 		     s->resets_total, s->resets_min, s->resets_max,
 		     s->resets_mean, s->resets_max - s->resets_min,
 		     s->meta_resets_max, s->open_zones,

@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Extended attributes: the user.* namespace, kept in the inode's metadata
- * and journaled as any attribute change, and the two read-only virtual
- * ones (ZFS_XATTR_EXTENTS, ZFS_XATTR_STATS) that show a file's extents
- * and the file system's stats to tools that can only read a file.
+ * and journaled as any attribute change, and the read-only virtual ones
+ * (ZFS_XATTR_EXTENTS, ZFS_XATTR_STATS, ZFS_XATTR_SCRUB) that show a
+ * file's extents, the file system's stats and a file's scrub to tools
+ * that can only read a file.
  *
  * Apart from zfs.c because they have rules of their own (which names,
  * which inodes, the sticky directory: xattr_permission) and nothing else
  * in the core uses them.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -32,7 +35,8 @@ static int zfs_xattr_ns(const char *name)
 
 static bool zfs_xattr_virtual(const char *name)
 {
-	return !strcmp(name, ZFS_XATTR_EXTENTS) || !strcmp(name, ZFS_XATTR_STATS);
+	return !strcmp(name, ZFS_XATTR_EXTENTS) || !strcmp(name, ZFS_XATTR_STATS) ||
+	       !strcmp(name, ZFS_XATTR_SCRUB);
 }
 
 /* user.* xattrs live on files and directories only (xattr_permission). */
@@ -117,6 +121,32 @@ static ssize_t zfs_copy_out(const char *src, size_t len, void *dst,
 	return (ssize_t)len;
 }
 
+/* ZFS_XATTR_SCRUB: the scrub of @ino, as text. */
+static ssize_t zfs_scrub_xattr(struct zfs *fs, uint64_t ino, void *value,
+			       size_t size)
+{
+	struct zfs_scrub_file r;
+	char buf[128 + ZFS_SCRUB_BAD * 96];
+	size_t n = 0;
+	uint32_t i;
+	int ret = zfs_scrub_file(fs, ino, &r);
+
+	if (ret == -EISDIR || ret == -EBADF)
+		return -ENODATA;
+	if (ret)
+		return ret;
+	n += (size_t)snprintf(buf + n, sizeof(buf) - n, "bytes %" PRIu64 "\n",
+			      r.bytes);
+	for (i = 0; i < r.nbad; i++)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+				      "offset %" PRIu64 " length %" PRIu64 " zone %u %s\n",
+				      r.bad[i].foff, r.bad[i].len, r.bad[i].zone,
+				      r.bad[i].unreadable ? "unreadable" : "checksum");
+	if (r.more)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "more\n");
+	return zfs_copy_out(buf, n, value, size);
+}
+
 ssize_t zfs_getxattr(struct zfs *fs, uint64_t ino, const char *name,
 		     void *value, size_t size)
 {
@@ -138,6 +168,8 @@ ssize_t zfs_getxattr(struct zfs *fs, uint64_t ino, const char *name,
 		free(buf);
 		return ret;
 	}
+	if (!strcmp(name, ZFS_XATTR_SCRUB))
+		return zfs_scrub_xattr(fs, ino, value, size);
 	if (!strcmp(name, ZFS_XATTR_STATS)) {
 		struct zfs_stats st;
 		char buf[4096];

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "zonefuse/zemu.h"
 #include "zfs_i.h"
 #include "zonefuse/util.h"
 
@@ -187,6 +188,79 @@ START_TEST(test_read_after_remount)
 	zfs_read_buf_put(fs, direct, FILE_SIZE + TU_MIB);
 	free(model);
 	tu_unmount(fs);
+}
+END_TEST
+
+/*
+ * A block whose bytes changed on the medium, or that the device cannot
+ * read, is never handed back: the reads that touch it fail with EIO, the
+ * blocks around it read, the failure is counted, and scrub names the
+ * range (and only it).
+ */
+static void damaged_block(uint32_t bs)
+{
+	struct zfs_scrub_file sr;
+	struct zfs_stats st;
+	struct zemu_bad bad;
+	uint64_t a;
+	int64_t ino;
+	char x = 'X';
+	struct zfs *fs;
+
+	mkfs(bs);
+	fs = tu_mount(tu_img, false);
+	TU_OK(tu_write(fs, "/f", 0, 256 * 1024, 7));
+	TU_OK(zfs_sync(fs));
+	ino = tu_ino(fs, "/f");
+	a = zm_iget(&fs->m, (uint64_t)ino)->f.ext[0].addr;
+	tu_unmount(fs);
+
+	/* One byte of the block at file offset 64 KiB. */
+	tu_image_write(tu_img, a + 65536 + 100, &x, 1);
+	fs = tu_mount(tu_img, true);
+	ck_assert_int_eq(tu_verify(fs, "/f", 65536, bs, 7), -EIO);
+	ck_assert_int_eq(tu_verify(fs, "/f", 0, 131072, 7), -EIO); /* across it */
+	TU_OK(tu_verify(fs, "/f", 0, 65536 - 4096, 7));
+	TU_OK(tu_verify(fs, "/f", 65536 + 4096, 65536, 7));
+	TU_OK(zfs_get_stats(fs, &st));
+	ck_assert_uint_ge(st.checksum_errors, 2);
+	TU_OK(zfs_scrub_file(fs, (uint64_t)ino, &sr));
+	ck_assert_uint_eq(sr.bytes, 256 * 1024);
+	ck_assert_uint_eq(sr.nbad, 1);
+	ck_assert_uint_eq(sr.bad[0].foff, 65536 + ZF_ROUND_DOWN(100u, bs));
+	ck_assert_uint_eq(sr.bad[0].len, bs);
+	ck_assert(!sr.bad[0].unreadable);
+	tu_unmount(fs);
+
+	/* A media error on the block at 128 KiB: EIO too, said as such. */
+	{
+		struct zdev *dev;
+		char err[256];
+
+		TU_OK(zdev_open(tu_img, ZDEV_EXCL, &dev, err, sizeof(err)));
+		TU_OK(zemu_set_bad(dev, a + 131072, bs));
+		zdev_close(dev);
+	}
+	fs = tu_mount(tu_img, true);
+	ck_assert_int_eq(tu_verify(fs, "/f", 131072, bs, 7), -EIO);
+	TU_OK(tu_verify(fs, "/f", 131072 + 4096, 4096, 7));
+	TU_OK(zfs_scrub_file(fs, (uint64_t)ino, &sr));
+	ck_assert_uint_eq(sr.nbad, 2);
+	ck_assert_uint_eq(sr.bad[1].foff, 131072);
+	ck_assert(sr.bad[1].unreadable);
+	ck_assert_uint_eq(zemu_bad_list(fs->dev, &bad, 1), 1);
+	tu_unmount(fs);
+}
+
+START_TEST(test_damaged_block_eio)
+{
+	damaged_block(4096);
+}
+END_TEST
+
+START_TEST(test_damaged_block_eio_512)
+{
+	damaged_block(512);
 }
 END_TEST
 
@@ -647,6 +721,8 @@ int main(void)
 	add(s, "read_any_buffer_512", test_read_any_buffer_512);
 	add(s, "read_after_remount", test_read_after_remount);
 	add(s, "read_errors", test_read_errors);
+	add(s, "damaged_block_eio", test_damaged_block_eio);
+	add(s, "damaged_block_eio_512", test_damaged_block_eio_512);
 	add(s, "read_bufs_reused", test_read_bufs_reused);
 	add(s, "close_writes_small_file", test_close_writes_small_file);
 	add(s, "lost_write_reads_eio", test_lost_write_reads_eio);

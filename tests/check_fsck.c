@@ -337,17 +337,33 @@ END_TEST
 static void log_extent(struct zfs *fs, uint64_t ino, uint64_t foff,
 		       uint64_t addr, uint64_t len, uint64_t size)
 {
-	struct zf_rec_extent rec = {
+	struct {
+		struct zf_rec_extent rec;
+		uint32_t csum[64];
+	} r = { .rec = {
 		.ino = htole64(ino),
 		.foff = htole64(foff),
 		.addr = htole64(addr),
 		.len = htole64(len),
 		.size = htole64(size),
 		.mtime = (int64_t)htole64((uint64_t)zutil_now_real_ns()),
-	};
+	} };
+	uint32_t n = ZF_CSUMS(addr, len, fs->bs), i;
+	char *blk = zdev_buf_alloc(fs->dev, fs->bs);
 
+	/* The checksums of what the device holds there (zeros if nothing). */
+	ck_assert_uint_le(n, ZF_ARRAY_SIZE(r.csum));
+	ck_assert_ptr_nonnull(blk);
+	for (i = 0; i < n; i++) {
+		uint64_t a = ZF_ROUND_DOWN(addr, fs->bs) + (uint64_t)i * fs->bs;
+
+		TU_OK(zdev_read(fs->dev, blk, fs->bs, a));
+		r.csum[i] = htole32(crc32c(0, blk, fs->bs));
+	}
+	free(blk);
 	zlock_wr(&fs->meta_lock, ZLOCK_META);
-	TU_OK(rec_log(fs, ZF_REC_EXTENT, &rec, sizeof(rec)));
+	TU_OK(rec_log(fs, ZF_REC_EXTENT, &r,
+		      (uint32_t)(sizeof(r.rec) + n * sizeof(r.csum[0]))));
 	zlock_unrw(&fs->meta_lock);
 	fs->verified = false;
 }
@@ -767,7 +783,11 @@ START_TEST(test_superblock_crc)
 END_TEST
 
 /* An unknown incompatible feature or version: -ENOTSUP, said so. */
-START_TEST(test_superblock_unknown)
+/*
+ * Rewrite both superblock copies with @version and @incompat, their CRCs
+ * made good: what a zonefuse of another format would have written.
+ */
+static void superblocks_as(uint32_t version, uint64_t incompat)
 {
 	struct zfs *fs = tu_mount(tu_img, true);
 	uint32_t sz[2] = { le32toh(fs->sb.super_zone[0]),
@@ -778,12 +798,29 @@ START_TEST(test_superblock_unknown)
 	tu_unmount(fs);
 	for (i = 0; i < 2; i++) {
 		tu_image_read(tu_img, sz[i] * TU_MIB, &sb, sizeof(sb));
-		sb.feat_incompat = htole64(1ull << 40);
+		sb.version = htole32(version);
+		sb.feat_incompat = htole64(incompat);
 		sb.crc = 0;
 		sb.crc = htole32(crc32c(0, &sb, sizeof(sb)));
 		tu_image_write(tu_img, sz[i] * TU_MIB, &sb, sizeof(sb));
 	}
+}
+
+START_TEST(test_superblock_unknown)
+{
+	superblocks_as(ZF_FORMAT_VERSION, 1ull << 40);
 	refused(-ENOTSUP, "not supported", ZFS_FSCK_OPERROR);
+}
+END_TEST
+
+/*
+ * A file system of format 1 (no data checksums) is refused, with what to
+ * do, by mount and fsck alike.
+ */
+START_TEST(test_superblock_old_version)
+{
+	superblocks_as(1, 0);
+	refused(-ENOTSUP, "made by an older zonefuse", ZFS_FSCK_OPERROR);
 }
 END_TEST
 
@@ -1123,6 +1160,7 @@ static Suite *fsck_suite(void)
 	add(s, "foreign_over_fs", test_foreign_over_fs);
 	add(s, "superblock_crc", test_superblock_crc);
 	add(s, "superblock_unknown", test_superblock_unknown);
+	add(s, "superblock_old_version", test_superblock_old_version);
 	add(s, "journal_junk", test_journal_junk);
 	add(s, "truncated", test_truncated);
 	add(s, "fuzz_records", test_fuzz_records);

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "zonefuse/crc32c.h"
 #include "zonefuse/meta.h"
 #include "zonefuse/util.h"
 
@@ -295,10 +296,31 @@ static int xdel(uint64_t ino, const char *name)
 	return apply(ZF_REC_XATTR_DEL, rb, len);
 }
 
-static int ext_sz(uint64_t ino, uint64_t foff, uint64_t addr, uint64_t len,
-		  uint64_t size)
+/*
+ * The data block at device address @a, as the tests write it: its bytes
+ * name it, so that each block has its own checksum.
+ */
+static void blk(uint64_t a, unsigned char *b)
+{
+	memset(b, (int)(a / 4096 % 251), 4096);
+	memcpy(b, &a, sizeof(a));
+}
+
+static uint32_t blk_csum(uint64_t a)
+{
+	unsigned char b[4096];
+
+	blk(a, b);
+	return crc32c(0, b, sizeof(b));
+}
+
+/* An EXTENT record in rb, with the checksums of blk(): its length. */
+static uint32_t b_ext(uint64_t ino, uint64_t foff, uint64_t addr,
+		      uint64_t len, uint64_t size)
 {
 	struct zf_rec_extent *r = (void *)rb;
+	uint32_t n = len && addr + len > addr ? ZF_CSUMS(addr, len, 4096) : 0;
+	uint32_t i, v;
 
 	r->ino = htole64(ino);
 	r->foff = htole64(foff);
@@ -306,7 +328,19 @@ static int ext_sz(uint64_t ino, uint64_t foff, uint64_t addr, uint64_t len,
 	r->len = htole64(len);
 	r->size = htole64(size);
 	r->mtime = (int64_t)htole64((uint64_t)tick());
-	return apply(ZF_REC_EXTENT, rb, sizeof(*r));
+	if (n > 1024)
+		n = 0; /* a record the test means to be refused anyway */
+	for (i = 0; i < n; i++) {
+		v = htole32(blk_csum(ZF_ROUND_DOWN(addr, 4096) + i * 4096ull));
+		memcpy(rb + sizeof(*r) + i * sizeof(v), &v, sizeof(v));
+	}
+	return (uint32_t)(sizeof(*r) + n * sizeof(v));
+}
+
+static int ext_sz(uint64_t ino, uint64_t foff, uint64_t addr, uint64_t len,
+		  uint64_t size)
+{
+	return apply(ZF_REC_EXTENT, rb, b_ext(ino, foff, addr, len, size));
 }
 
 /* An EXTENT whose size is its end: a write at the end of the file. */
@@ -1221,6 +1255,58 @@ START_TEST(test_extent_move)
 }
 END_TEST
 
+/*
+ * Data checksums: an EXTENT sets those of its blocks (the record must
+ * carry one per block), a move takes them along, a reset drops them, and
+ * zm_csum_check() passes the blocks as written and nothing else.
+ */
+START_TEST(test_csums)
+{
+	unsigned char buf[3 * 4096];
+	uint64_t bad = 0;
+	uint32_t len, i;
+
+	ck_assert_int_eq(mk(ROOT, 2, S_REG, "f", NULL), 0);
+	ck_assert_int_eq(ext(2, 0, Z(4), 12288), 0);
+	for (i = 0; i < 3; i++) {
+		ck_assert_uint_eq(m.zones[4].csum[i], blk_csum(Z(4) + i * 4096ull));
+		blk(Z(4) + i * 4096ull, buf + i * 4096);
+	}
+	ck_assert_int_eq(zm_csum_check(&m, Z(4), buf, sizeof(buf), &bad), 0);
+	buf[4096 + 77] ^= 1;
+	ck_assert_int_eq(zm_csum_check(&m, Z(4), buf, sizeof(buf), &bad), -EILSEQ);
+	ck_assert_uint_eq(bad, Z(4) + 4096);
+	/* A zone no record wrote: nothing passes. */
+	ck_assert_int_eq(zm_csum_check(&m, Z(8), buf, 4096, &bad), -EILSEQ);
+	ck_assert_uint_eq(bad, Z(8));
+
+	/* One checksum too few or too many: refused, nothing changes. */
+	len = b_ext(2, 12288, Z(4) + 12288, 8192, 20480);
+	REFUSED(apply(ZF_REC_EXTENT, rb, len - 4));
+	REFUSED(apply(ZF_REC_EXTENT, rb, len + 4));
+	ck_assert_uint_eq(iget(2)->size, 12288);
+	ck_assert_uint_eq(m.zones[4].csum[3], 0);
+	/* An unaligned piece still counts every block it touches. */
+	ck_assert_int_eq(mk(ROOT, 3, S_REG, "g", NULL), 0);
+	len = b_ext(3, 0, Z(6) + 4000, 200, 200);
+	ck_assert_uint_eq(len, sizeof(struct zf_rec_extent) + 2 * 4);
+
+	/* A move takes the checksums along. */
+	ck_assert_int_eq(mv(2, Z(4) + 4096, Z(5) + 8192, 4096), 0);
+	ck_assert_uint_eq(m.zones[5].csum[2], blk_csum(Z(4) + 4096));
+	blk(Z(4) + 4096, buf);
+	ck_assert_int_eq(zm_csum_check(&m, Z(5) + 8192, buf, 4096, &bad), 0);
+	REFUSED(mv(2, Z(4), Z(5) + 100, 4096)); /* another offset in a block */
+
+	/* A reset drops them. */
+	ck_assert_int_eq(mv(2, Z(4), Z(6), 12288), 0);
+	ck_assert_uint_eq(m.zones[4].valid, 0);
+	ck_assert_int_eq(zrec(ZF_REC_ZONE_RESET, 4, 1), 0);
+	ck_assert_ptr_null(m.zones[4].csum);
+	ck_assert_uint_eq(m.zones[6].csum[0], blk_csum(Z(4)));
+}
+END_TEST
+
 START_TEST(test_extent_move_refused)
 {
 	ck_assert_int_eq(mk(ROOT, 2, S_REG, "f", NULL), 0);
@@ -1347,7 +1433,7 @@ static int snap_emit(void *arg, uint16_t type, const void *p, uint32_t len)
 
 	ck_assert_uint_le(len, ZF_REC_MAX);
 	ck_assert_uint_ge(type, ZF_REC_SNAP_BEGIN);
-	ck_assert_uint_le(type, ZF_REC_SNAP_END);
+	ck_assert_uint_le(type, ZF_REC_SNAP_CSUMS);
 	if (s->len + need > s->cap) {
 		s->cap = (s->len + need) * 2;
 		s->b = realloc(s->b, s->cap);
@@ -1407,8 +1493,17 @@ static void meta_same(const struct zmeta *a, const struct zmeta *b)
 	ck_assert_int_eq(memcmp(&a->counters, &b->counters,
 				sizeof(a->counters)), 0);
 	for (i = 0; i < a->nr_zones; i++) {
-		ck_assert_uint_eq(a->zones[i].resets, b->zones[i].resets);
-		ck_assert_uint_eq(a->zones[i].valid, b->zones[i].valid);
+		const struct zm_zone *za = &a->zones[i], *zb = &b->zones[i];
+		uint64_t k;
+
+		ck_assert_uint_eq(za->resets, zb->resets);
+		ck_assert_uint_eq(za->valid, zb->valid);
+		/* The checksums of a zone with live data come along. */
+		if (!za->valid)
+			continue;
+		ck_assert_ptr_nonnull(zb->csum);
+		for (k = 0; k < za->len / a->block_size; k++)
+			ck_assert_uint_eq(za->csum ? za->csum[k] : 0, zb->csum[k]);
 	}
 	for (i = 0; i <= a->imask; i++) {
 		const struct zm_inode *x, *y;
@@ -1830,6 +1925,22 @@ static void dmg_zone_range(struct snap *s)
 	z->first = htole32(1);
 }
 
+static void dmg_csum_zone(struct snap *s)
+{
+	struct zf_rec_snap_csums *h = (void *)snap_find(s, ZF_REC_SNAP_CSUMS,
+							0, NULL);
+
+	h->zone = htole32(NZ);
+}
+
+static void dmg_csum_count(struct snap *s)
+{
+	struct zf_rec_snap_csums *h = (void *)snap_find(s, ZF_REC_SNAP_CSUMS,
+							0, NULL);
+
+	h->count = htole32(le32toh(h->count) + 1);
+}
+
 static void dmg_no_root(struct snap *s)
 {
 	uint32_t i = 0;
@@ -1875,6 +1986,8 @@ START_TEST(test_snap_load_refused)
 		{ dmg_extent_count, "extent count" },
 		{ dmg_xattr_len, "xattr length" },
 		{ dmg_zone_range, "zones past the device" },
+		{ dmg_csum_zone, "checksums of a zone past the device" },
+		{ dmg_csum_count, "checksum count past the record" },
 		{ dmg_no_root, "no root directory" },
 		{ dmg_unknown_type, "a log record inside" },
 	};
@@ -2416,6 +2529,7 @@ static Suite *meta_suite(void)
 	add(s, "extent_add", test_extent_add);
 	add(s, "extent_refused", test_extent_refused);
 	add(s, "extent_move", test_extent_move);
+	add(s, "csums", test_csums);
 	add(s, "extent_move_refused", test_extent_move_refused);
 	add(s, "inode_free", test_inode_free);
 	add(s, "zone_reset", test_zone_reset);

@@ -18,6 +18,8 @@
  *                    after it are the log of changes since.
  *   data zones       file data only, written sequentially at the write
  *                    pointer. Data never moves because metadata changed.
+ *                    The CRC32C of each of its blocks is in the metadata
+ *                    (EXTENT, SNAP_CSUMS), checked by every read.
  */
 #ifndef ZONEFUSE_FORMAT_H
 #define ZONEFUSE_FORMAT_H
@@ -25,7 +27,12 @@
 #include <stdint.h>
 
 #define ZF_SB_MAGIC "ZONEFUSE"
-#define ZF_FORMAT_VERSION 1u
+/*
+ * 2: EXTENT records carry the CRC32C of each data block, and snapshots
+ * the checksums of every data zone (SNAP_CSUMS). 1 had no data checksums:
+ * a version 1 file system is refused.
+ */
+#define ZF_FORMAT_VERSION 2u
 #define ZF_SB_UNIT 4096u /* bytes the superblock occupies in its zone */
 
 /* Feature masks: a mount refuses bits it does not know. None defined. */
@@ -128,7 +135,7 @@ enum zf_rec_type {
 	ZF_REC_SETATTR = 5,	/* struct zf_rec_setattr */
 	ZF_REC_XATTR_SET = 6,	/* struct zf_rec_xattr + name + value */
 	ZF_REC_XATTR_DEL = 7,	/* struct zf_rec_xattr + name */
-	ZF_REC_EXTENT = 8,	/* struct zf_rec_extent */
+	ZF_REC_EXTENT = 8,	/* struct zf_rec_extent + block CRCs */
 	ZF_REC_INODE_FREE = 9,	/* struct zf_rec_ino: last close of an
 				   unlinked inode */
 	ZF_REC_ZONE_RESET = 10, /* struct zf_rec_zone */
@@ -145,6 +152,7 @@ enum zf_rec_type {
 	ZF_REC_SNAP_XATTRS = 36, /* struct zf_rec_snap_list + xattrs */
 	ZF_REC_SNAP_ZONES = 37, /* struct zf_rec_snap_zones + zones */
 	ZF_REC_SNAP_END = 38,	/* struct zf_rec_snap_end */
+	ZF_REC_SNAP_CSUMS = 39, /* struct zf_rec_snap_csums + block CRCs */
 };
 
 /* Inode attributes as every record that carries them spells them. */
@@ -248,7 +256,10 @@ _Static_assert(sizeof(struct zf_rec_xattr) == 24, "zf_rec_xattr size");
  * EXTENT: @len bytes of @ino from file offset @foff are on the device at
  * @addr (one zone; padded there to a block). Replaces whatever the range
  * mapped to. The size becomes max(size, @size); @mtime is the file's.
- * Written only after the data itself is durable.
+ * Written only after the data itself is durable. Followed by the CRC32C
+ * (le32) of each device block the range touches, from the block holding
+ * @addr: ZF_CSUMS(@addr, @len, block size) of them, each over the whole
+ * block as written (padding included).
  */
 struct zf_rec_extent {
 	uint64_t ino;  /* 0 */
@@ -259,6 +270,16 @@ struct zf_rec_extent {
 	int64_t mtime; /* 40 */
 };
 _Static_assert(sizeof(struct zf_rec_extent) == 48, "zf_rec_extent size");
+
+/* Blocks of @bs bytes that [@addr, @addr + @len) touches. */
+#define ZF_CSUMS(addr, len, bs)                                               \
+	((uint32_t)((((addr) + (len) + (bs)-1) / (bs)) - (addr) / (bs)))
+
+/*
+ * EXTENT_MOVE copies blocks whole (reclaim reads and writes whole blocks,
+ * and both addresses sit at the same offset in a block), so the copy's
+ * checksums are the original's: the record carries none.
+ */
 
 /*
  * EXTENT_MOVE: reclaim copied @len bytes from @old_addr to @new_addr. Every
@@ -370,6 +391,20 @@ struct zf_snap_zone {
 	uint64_t resets; /* 0 */
 };
 _Static_assert(sizeof(struct zf_snap_zone) == 8, "zf_snap_zone size");
+
+/*
+ * SNAP_CSUMS: the CRC32C (le32) of @count blocks of zone @zone from its
+ * block @first: the checksums of the zone's written blocks. Written for
+ * every zone that holds file data, after SNAP_ZONES.
+ */
+struct zf_rec_snap_csums {
+	uint32_t zone;	   /* 0 */
+	uint32_t first;	   /* 4: block index in the zone */
+	uint32_t count;	   /* 8 */
+	uint32_t reserved; /* 12 */
+};
+_Static_assert(sizeof(struct zf_rec_snap_csums) == 16,
+	       "zf_rec_snap_csums size");
 
 /* SNAP_END: closes a snapshot; @nr_records counts SNAP_BEGIN..SNAP_END. */
 struct zf_rec_snap_end {

@@ -116,6 +116,16 @@ struct zm_zone {
 	uint64_t pending; /* allocator: bytes written to the zone whose extent
 			     is not applied yet; the zone is not dead while
 			     any are */
+	/*
+	 * The CRC32C of each block of the zone that file data was written
+	 * to (len / block_size entries, or NULL until the first): set when
+	 * the record that maps the block applies (EXTENT, EXTENT_MOVE, a
+	 * snapshot's SNAP_CSUMS), dropped at ZONE_RESET. Changed under the
+	 * record order (rec.c); a reader of a block holds the lock that
+	 * keeps the extent mapping it alive (the file's data lock), which
+	 * the record that set it held too.
+	 */
+	uint32_t *csum;
 };
 
 /*
@@ -216,6 +226,16 @@ int zm_apply(struct zmeta *m, uint16_t type, const void *payload,
  * zone), or -ENOMEM (it keeps a count per zone).
  */
 int zm_verify(const struct zmeta *m, char *why, size_t whylen);
+
+/*
+ * Check @len bytes read from device address @addr (whole blocks: @addr
+ * and @len multiples of the block size, inside one zone) against the
+ * checksums the records gave their blocks. Returns 0, or -EILSEQ with
+ * *@bad the address of the first block that does not match (also when
+ * the zone has no checksums: a bug or damage, never passed off as good).
+ */
+int zm_csum_check(const struct zmeta *m, uint64_t addr, const void *buf,
+		  size_t len, uint64_t *bad);
 
 /* Index of the extent containing or after @foff in @i (regular file). */
 uint32_t zm_extent_find(const struct zm_inode *i, uint64_t foff);

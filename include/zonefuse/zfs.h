@@ -95,9 +95,18 @@ int zfs_mkfs(const char *path, const struct zfs_mkfs_opts *o,
 #define ZFS_FSCK_OPERROR 8
 #define ZFS_FSCK_USAGE 16
 
+/* zfs_fsck() flags. */
+#define ZFS_FSCK_REPAIR 1u /* fix what can be fixed */
+#define ZFS_FSCK_DATA 2u   /* also read every data block (zfs_scrub_all()) */
+
 struct zfs_fsck_result {
 	uint32_t errors;   /* problems found */
 	uint32_t fixed;	   /* of them repaired */
+	uint32_t copies_bad; /* of them, metadata blocks a copy covers (a
+				superblock copy, an anchor): a writable mount
+				rewrites them */
+	uint64_t data_bytes; /* ZFS_FSCK_DATA: device bytes read and checked */
+	uint64_t data_files, damaged_files;
 	uint32_t warnings; /* findings that are not errors: data the device
 			      lost or froze (a read-only or offline zone) */
 	uint64_t inodes, dirs, extents;
@@ -107,12 +116,14 @@ struct zfs_fsck_result {
 };
 
 /*
- * Check the file system on @path; with @repair, fix what can be fixed
- * without losing data that can be proven good, and say what was dropped.
- * Each finding goes to @say (one line, no newline). Returns an fsck(8)
- * exit code; ZFS_FSCK_OPERROR with @err when the check could not run.
+ * Check the file system on @path; with ZFS_FSCK_REPAIR, fix what can be
+ * fixed without losing data that can be proven good, and say what was
+ * dropped; with ZFS_FSCK_DATA, read every data block too and report the
+ * damaged files (no copy to repair them from: errors left). Each finding
+ * goes to @say (one line, no newline). Returns an fsck(8) exit code;
+ * ZFS_FSCK_OPERROR with @err when the check could not run.
  */
-int zfs_fsck(const char *path, bool repair,
+int zfs_fsck(const char *path, unsigned int flags,
 	     void (*say)(void *arg, const char *line), void *arg,
 	     struct zfs_fsck_result *res, char *err, size_t errlen);
 
@@ -293,6 +304,12 @@ int zfs_removexattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 /* The virtual attributes: not listed, not settable. */
 #define ZFS_XATTR_EXTENTS "user.zonefuse.extents"
 #define ZFS_XATTR_STATS "user.zonefuse.stats"
+/*
+ * Reading it scrubs the file (zfs_scrub_file()): "bytes N" then one line
+ * per damaged range, "offset O length L zone Z checksum|unreadable", and
+ * "more" when there were more than ZFS_SCRUB_BAD.
+ */
+#define ZFS_XATTR_SCRUB "user.zonefuse.scrub"
 
 /* ---- the whole file system ------------------------------------------- */
 
@@ -310,6 +327,8 @@ struct zfs_stats {
 	uint64_t host_bytes_written, device_bytes_written, gc_bytes_written;
 	uint64_t meta_bytes_written;
 	uint64_t device_bytes_read; /* by this mount (data, journal, reclaim) */
+	uint64_t checksum_errors;   /* data blocks read that failed their
+				       checksum, by this mount */
 	double write_amplification; /* < 0 while nothing was written */
 	uint64_t resets_total, resets_min, resets_max; /* pool zones not in
 							   the journal now */
@@ -332,6 +351,50 @@ int zfs_stats_json(const struct zfs_stats *st, char *buf, size_t size);
 /* The extents of @ino, one "zone offset length" line each. */
 ssize_t zfs_extents_text(struct zfs *fs, uint64_t ino, char *buf,
 			 size_t size);
+
+/* ---- scrub --------------------------------------------------------------- */
+
+#define ZFS_SCRUB_BAD 16u /* damaged ranges reported per file */
+
+struct zfs_scrub_bad {
+	uint64_t foff, len; /* file bytes whose blocks fail */
+	uint32_t zone;
+	bool unreadable;    /* the device failed the read (else: the
+			       checksum did not match) */
+};
+
+struct zfs_scrub_file {
+	uint64_t bytes;	    /* device bytes read and checked */
+	uint32_t nbad;
+	bool more;	    /* more damaged ranges than bad[] holds */
+	struct zfs_scrub_bad bad[ZFS_SCRUB_BAD];
+};
+
+/*
+ * Read every block of file @ino's extents from the device and check it
+ * against its checksum, in pieces of at most ZFS_CHUNK, each under the
+ * file's data lock like a read (a mounted file system goes on). Data still
+ * staged in DRAM is not on the device yet and is not read. Damaged blocks
+ * are reported in @r, the scrub goes on past them. 0, -ENOENT, -EISDIR
+ * (not a regular file: nothing to scrub), -ENOMEM.
+ */
+int zfs_scrub_file(struct zfs *fs, uint64_t ino, struct zfs_scrub_file *r);
+
+struct zfs_scrub_total {
+	uint64_t files, bytes;
+	uint64_t damaged_files, damaged_ranges;
+};
+
+/*
+ * zfs_scrub_file() of every regular file. @found gets each damaged one,
+ * with a path to it; @progress (may be NULL) the running totals after
+ * each file. 0 or an errno (the scrub could not go on).
+ */
+int zfs_scrub_all(struct zfs *fs,
+		  void (*found)(void *arg, const char *path, uint64_t ino,
+				const struct zfs_scrub_file *r),
+		  void (*progress)(void *arg, const struct zfs_scrub_total *t),
+		  void *arg, struct zfs_scrub_total *tot);
 
 /*
  * Reset every zone whose data is all dead and whose freeing record is

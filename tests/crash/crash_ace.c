@@ -1092,9 +1092,14 @@ static const struct ace_selfcase ace_selfcases[] = {
 	{ "unlink d/B; sync", ACE_LIE_START_AS_END, "should not exist" },
 	{ "write A end 5000; fsync A", ACE_LIE_END_AS_START,
 	  "expected exactly 12000" },
-	{ "write A end 5000; fsync A", ACE_LIE_ZERO, "extent maps data" },
+	/*
+	 * Data damaged behind the emulator fails its checksum: the read is
+	 * refused (EIO) before the oracle could compare the bytes.
+	 */
+	{ "write A end 5000; fsync A", ACE_LIE_ZERO,
+	  "reading 'A': Input/output error" },
 	{ "write A end 5000; fsync A", ACE_LIE_SCRIBBLE,
-	  "hold bytes no allowed content" },
+	  "reading 'A': Input/output error" },
 };
 
 /* Damage the 4 KiB block holding file offset 12288 of "A" in @img. */

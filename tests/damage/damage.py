@@ -16,8 +16,10 @@ or a data zone's write pointer lowered in the device's zone table. Then:
 2. if refused, a read-only mount (`-o ro`): what it serves is bit-exact or
    EIO; files may be missing only after its warning said the metadata is
    damaged;
-3. fsck: it agrees with the mount (what the mount refused, fsck reports:
-   exit 4; what the mount took, fsck passes: exit 0), and never crashes;
+3. fsck (run first: it writes nothing): it agrees with the mount (what
+   the mount refused, fsck reports); `fsck --data` reports damaged file
+   data, and `zonefuse scrub` of a writable mount names every file that
+   reads EIO;
 4. fsck --repair: exit 0 leaves the image as it was, exit 1 leaves it
    sound (fsck 0 after, and a writable mount works); files exact or EIO,
    or gone where the repair said it gave changes up.
@@ -55,7 +57,7 @@ TARGETS = ("super-a", "super-b", "anchor", "chain-header", "snapshot",
 # "refused": a writable mount is refused, the data safe on the device (no
 # second copy of that block to serve instead); "unrepairable": fsck
 # --repair cannot fix it either (exit 4); "wrong": file data reads back
-# wrong (no data checksums yet); "unreported": fsck passes it.
+# wrong; "unreported": fsck passes it.
 _ONE_COPY = {"refused", "unrepairable"}
 KNOWN_GAPS = {
     ("chain-header", "random"): _ONE_COPY,
@@ -70,8 +72,6 @@ KNOWN_GAPS = {
     ("log-last", "random"): {"refused"},
     ("log-last", "zero"): {"refused"},
     ("log-last", "media"): {"refused"},
-    ("data", "random"): {"wrong"},
-    ("data", "zero"): {"wrong"},
     ("wp", "lowered"): {"refused"},
 }
 
@@ -247,12 +247,29 @@ def one_round(base, want, target, kind, rng, res):
         bad("fsck without --repair changed the image")
     if fk.returncode == 0 and target != "data":
         r["gaps"].add("unreported")
+    # fsck --data reads the file data too: damage there is reported.
+    fd = e.zf("fsck", "--data", img, check=False)
+    r["fsck_data"] = fd.returncode
+    if target == "data" and fd.returncode != 4:
+        bad(f"fsck --data exited {fd.returncode} over damaged data: {fd.stdout.strip()[-300:]}")
+    if fk.returncode == 0 and fd.returncode != 0 and target != "data":
+        bad(f"fsck --data exited {fd.returncode} where fsck passed")
 
     m, mr = try_mount(img, "rw")
     if mr.returncode < 0:
         bad(f"mount died of signal {-mr.returncode}")
     if m:
         files = read_all(m.dir, want)
+        sc = e.zf("scrub", m.dir, check=False)
+        r["scrub"] = sc.returncode
+        eio_files = {rel for rel, v in files.items() if v == "eio"}
+        if eio_files and sc.returncode != 4:
+            bad(f"scrub of the mount exited {sc.returncode} with files reading EIO")
+        for rel in eio_files:
+            if rel not in sc.stdout:
+                bad(f"scrub did not name {rel}, which reads EIO")
+        if not eio_files and sc.returncode != 0:
+            bad(f"scrub exited {sc.returncode} on a mount whose files all read: {sc.stdout.strip()[-300:]}")
         m.umount()
         r["mount"] = "rw"
         after = e.zf("fsck", img, check=False).returncode

@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * zonefuse scrub MOUNTPOINT|DEVICE [--json]
+ *
+ * Read every block of file data and check it against its checksum, and
+ * say which files are damaged where. On a mount point it walks the tree
+ * and asks the daemon to scrub each file (ZFS_XATTR_SCRUB): the file
+ * system stays mounted and in use. On an unmounted device it is
+ * `fsck --data`, and then a writable mount rewrites any metadata block
+ * that only a copy covered (a superblock copy, an anchor).
+ *
+ * Exit status as fsck's: 0 nothing damaged, 1 damage found and all of it
+ * rewritten from a copy, 4 damage left, 8 the scrub could not run.
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "zonefuse/zfs.h"
+
+static void scrub_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: zonefuse scrub MOUNTPOINT|DEVICE [--json]\n"
+		"Read every block of file data, check its checksum and say which files\n"
+		"are damaged where. On a mount point the file system stays in use; on an\n"
+		"unmounted device it is `fsck --data`, then damaged metadata copies are\n"
+		"rewritten from the good ones.\n"
+		"\n"
+		"  --json     print the result as one JSON object\n"
+		"\n"
+		"Exit status: 0 nothing damaged, 1 damage rewritten from a copy, 4 damage\n"
+		"left (the files listed), 8 the scrub could not run, 16 usage.\n");
+}
+
+/* The walk of a mount point (nftw has no argument for its callback). */
+static struct {
+	bool json, tty;
+	unsigned int nlines;
+	uint64_t files, bytes, damaged, errors;
+	time_t last;
+} sw;
+
+static void scrub_line(const char *line)
+{
+	if (sw.json) {
+		printf("%s", sw.nlines++ ? ", " : "");
+		cli_json_str(line);
+	} else {
+		if (sw.tty)
+			fprintf(stderr, "\r\033[K");
+		printf("%s\n", line);
+		fflush(stdout);
+	}
+}
+
+static void scrub_progress(bool last)
+{
+	time_t now = time(NULL);
+
+	if (!sw.tty || (!last && now == sw.last))
+		return;
+	sw.last = now;
+	fprintf(stderr, "\r\033[Kscrub: %" PRIu64 " files, %" PRIu64 " MiB read, %" PRIu64 " damaged%s",
+		sw.files, sw.bytes >> 20, sw.damaged, last ? "\n" : "");
+}
+
+/* Scrub one file through the daemon and say what it found. */
+static int scrub_walk_one(const char *path, const struct stat *st, int type,
+			  struct FTW *ftw)
+{
+	char buf[8192], line[4608], *p, *save = NULL;
+	bool bad = false;
+	ssize_t n;
+
+	(void)ftw;
+	if (type != FTW_F || !S_ISREG(st->st_mode))
+		return 0;
+	n = getxattr(path, ZFS_XATTR_SCRUB, buf, sizeof(buf) - 1);
+	if (n < 0) {
+		if (errno == ENOENT)
+			return 0; /* removed meanwhile */
+		snprintf(line, sizeof(line), "%s: scrub failed: %s", path,
+			 strerror(errno));
+		scrub_line(line);
+		sw.errors++;
+		return errno == ENODATA || errno == EOPNOTSUPP ? 1 : 0;
+	}
+	buf[n] = '\0';
+	sw.files++;
+	for (p = strtok_r(buf, "\n", &save); p; p = strtok_r(NULL, "\n", &save)) {
+		uint64_t off, len;
+		unsigned int zone;
+		char what[16];
+
+		if (sscanf(p, "bytes %" SCNu64, &off) == 1) {
+			sw.bytes += off;
+		} else if (sscanf(p, "offset %" SCNu64 " length %" SCNu64 " zone %u %15s",
+				  &off, &len, &zone, what) == 4) {
+			snprintf(line, sizeof(line),
+				 "data: %s: %" PRIu64 " bytes at file offset %" PRIu64 " (zone %u) %s: reads of them give EIO; restore the file from a copy",
+				 path, len, off, zone,
+				 strcmp(what, "unreadable") ? "fail their checksum" :
+							      "cannot be read");
+			scrub_line(line);
+			bad = true;
+		} else if (!strcmp(p, "more")) {
+			snprintf(line, sizeof(line),
+				 "data: %s: more damaged ranges than listed", path);
+			scrub_line(line);
+		}
+	}
+	sw.damaged += bad;
+	scrub_progress(false);
+	return 0;
+}
+
+static int scrub_mounted(const char *dir, bool json)
+{
+	char probe[64];
+
+	sw.json = json;
+	sw.tty = !json && isatty(STDERR_FILENO);
+	if (getxattr(dir, ZFS_XATTR_STATS, probe, sizeof(probe)) < 0 &&
+	    errno != ERANGE) {
+		cli_error("scrub", "%s: not a zonefuse mount (no %s): %s", dir,
+			  ZFS_XATTR_STATS, strerror(errno));
+		return ZFS_FSCK_OPERROR;
+	}
+	if (json) {
+		printf("{\"target\": ");
+		cli_json_str(dir);
+		printf(", \"mounted\": true, \"problems\": [");
+	}
+	if (nftw(dir, scrub_walk_one, 64, FTW_PHYS | FTW_MOUNT) < 0) {
+		cli_error("scrub", "%s: walking the tree failed: %s", dir,
+			  strerror(errno));
+		return ZFS_FSCK_OPERROR;
+	}
+	scrub_progress(true);
+	if (json) {
+		printf("], \"files\": %" PRIu64 ", \"data_bytes\": %" PRIu64
+		       ", \"damaged_files\": %" PRIu64 ", \"errors\": %" PRIu64 "}\n",
+		       sw.files, sw.bytes, sw.damaged, sw.errors);
+	} else {
+		printf("%s: %" PRIu64 " files, %" PRIu64 " bytes read and checked, %" PRIu64 " damaged%s\n",
+		       dir, sw.files, sw.bytes, sw.damaged,
+		       sw.damaged ? "" : "; the metadata was read and checked at mount (`zonefuse fsck --data` reads it again, unmounted)");
+	}
+	if (sw.errors)
+		return ZFS_FSCK_OPERROR;
+	return sw.damaged ? ZFS_FSCK_UNFIXED : ZFS_FSCK_OK;
+}
+
+static void scrub_say(void *arg, const char *line)
+{
+	(void)arg;
+	scrub_line(line);
+}
+
+static int scrub_device(const char *dev, bool json)
+{
+	struct zfs_fsck_result res;
+	char err[512] = "";
+	int ret;
+
+	sw.json = json;
+	if (cli_refuse_mounted("scrub", dev))
+		return ZFS_FSCK_OPERROR;
+	cli_wait_released(dev);
+	if (json) {
+		printf("{\"target\": ");
+		cli_json_str(dev);
+		printf(", \"mounted\": false, \"problems\": [");
+	}
+	ret = zfs_fsck(dev, ZFS_FSCK_DATA, scrub_say, NULL, &res, err,
+		       sizeof(err));
+	/* Damage only a copy covered: a writable mount rewrites it. */
+	if (ret == ZFS_FSCK_UNFIXED && res.errors == res.copies_bad) {
+		struct zfs_opts o = { .defer_threads = true, .wait_busy = true };
+		struct zfs *fs;
+
+		if (!zfs_mount(dev, &o, &fs, err, sizeof(err)) && !zfs_unmount(fs)) {
+			char line[128];
+
+			snprintf(line, sizeof(line),
+				 "metadata: %u damaged block%s rewritten from %s copy",
+				 res.copies_bad, res.copies_bad > 1 ? "s" : "",
+				 res.copies_bad > 1 ? "their" : "its");
+			scrub_line(line);
+			ret = ZFS_FSCK_FIXED;
+		}
+	}
+	if (json) {
+		printf("], \"files\": %" PRIu64 ", \"data_bytes\": %" PRIu64
+		       ", \"damaged_files\": %" PRIu64 ", \"errors\": %u, \"exit\": %d",
+		       res.data_files, res.data_bytes, res.damaged_files,
+		       res.errors, ret);
+		if (err[0]) {
+			printf(", \"error\": ");
+			cli_json_str(err);
+		}
+		printf("}\n");
+		return ret;
+	}
+	if (err[0])
+		cli_error("scrub", "%s", err);
+	if (ret != ZFS_FSCK_OPERROR)
+		printf("%s: %" PRIu64 " files, %" PRIu64 " bytes read and checked, %" PRIu64 " damaged; %u problems%s\n",
+		       dev, res.data_files, res.data_bytes, res.damaged_files,
+		       res.errors, ret == ZFS_FSCK_FIXED ? ", all rewritten from copies" : "");
+	return ret;
+}
+
+int cli_scrub(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool json = false;
+	struct stat st;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			scrub_usage(stdout);
+			return 0;
+		default:
+			scrub_usage(stderr);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind + 1 != argc) {
+		cli_error("scrub", "expected one MOUNTPOINT or DEVICE");
+		scrub_usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	if (stat(argv[optind], &st)) {
+		cli_error("scrub", "%s: %s", argv[optind], strerror(errno));
+		return ZFS_FSCK_OPERROR;
+	}
+	return S_ISDIR(st.st_mode) ? scrub_mounted(argv[optind], json) :
+				     scrub_device(argv[optind], json);
+}

@@ -187,6 +187,7 @@ static int jrnl_scan_heads(struct jrnl *j, bool any, uint32_t gen,
 {
 	char *buf = zdev_buf_alloc(j->dev, j->bs);
 	uint32_t z, best_gen = gen;
+	bool tie = false;
 	int found = 0;
 
 	if (!buf)
@@ -205,10 +206,16 @@ static int jrnl_scan_heads(struct jrnl *j, bool any, uint32_t gen,
 		if (le32toh(h.magic) != ZF_MZONE_MAGIC ||
 		    le32toh(h.crc) != crc32c(0, &hc, sizeof(hc)) ||
 		    memcmp(h.uuid, j->sb.uuid, sizeof(h.uuid)) || h.index ||
-		    le32toh(h.prev_zone) != ZF_NO_ZONE ||
-		    ((found || !any) &&
-		     (int32_t)(le32toh(h.chain_gen) - best_gen) <= 0))
+		    le32toh(h.prev_zone) != ZF_NO_ZONE)
 			continue;
+		if (found && le32toh(h.chain_gen) == best_gen) {
+			tie = true;
+			continue;
+		}
+		if ((found || !any) &&
+		    (int32_t)(le32toh(h.chain_gen) - best_gen) <= 0)
+			continue;
+		tie = false;
 		best_gen = le32toh(h.chain_gen);
 		a->chain_zone = htole32(z);
 		a->chain_gen = h.chain_gen;
@@ -217,7 +224,13 @@ static int jrnl_scan_heads(struct jrnl *j, bool any, uint32_t gen,
 		found = 1;
 	}
 	free(buf);
-	return found;
+	/*
+	 * Two heads of the newest generation: a roll the crash cut before
+	 * its anchor left one, and the next mount's roll, of the same
+	 * generation, the other. Which one the damaged anchor named cannot
+	 * be told: none is taken.
+	 */
+	return tie ? 0 : found;
 }
 
 /*
@@ -228,8 +241,9 @@ static int jrnl_scan_heads(struct jrnl *j, bool any, uint32_t gen,
  * is valid, the damaged one may have been the newest, and the chain heads
  * are searched for a newer chain (jrnl_scan_heads()). Elsewhere (a full
  * or conventional super zone) the anchors end at the first that is not
- * one. Damage is said in @info; the next anchor then goes to the other
- * super zone, and back (j->sz_switches), rewriting the damaged one.
+ * one, but for the first of a full zone, which must be one. Damage is
+ * said in @info; the next anchor then goes to the other super zone, and
+ * back (j->sz_switches), rewriting the damaged one.
  */
 static int jrnl_find_anchor(struct jrnl *j, struct zf_anchor *best,
 			    struct jrnl_replay_info *info, char *err,
@@ -239,6 +253,9 @@ static int jrnl_find_anchor(struct jrnl *j, struct zf_anchor *best,
 	size_t len = ZF_SB_UNIT + (size_t)per * j->bs;
 	char *buf = zdev_buf_alloc(j->dev, len);
 	bool found = false, newest_bad = false, bad_zone[2] = { false, false };
+	bool bad_last_zone[2] = { false, false };
+	uint64_t sb_gen[2] = { 0, 0 }, bad_wpos[2] = { 0, 0 };
+	uint32_t bad_count[2] = { 0, 0 };
 	int ret;
 
 	if (!buf)
@@ -248,6 +265,7 @@ static int jrnl_find_anchor(struct jrnl *j, struct zf_anchor *best,
 		struct zm_zone *z = &j->m->zones[zone];
 		uint64_t used = z->type == ZDEV_ZONE_CONV ? len : z->wp - z->start;
 		bool wp_end = jrnl_wp_is_end(z), bad_last = false;
+		bool full_seq = z->type == ZDEV_ZONE_SEQ && !wp_end;
 		struct zf_super sb;
 		uint32_t count = 0, unreadable;
 		bool sb_ok;
@@ -281,6 +299,8 @@ static int jrnl_find_anchor(struct jrnl *j, struct zf_anchor *best,
 				 z->start, zone);
 			info->super_damaged = true;
 			bad_zone[i] = true;
+		} else {
+			sb_gen[i] = le64toh(sb.sb_gen);
 		}
 		for (k = 0; k < per && ZF_SB_UNIT + (k + 1) * (uint64_t)j->bs <= used;
 		     k++) {
@@ -294,7 +314,18 @@ static int jrnl_find_anchor(struct jrnl *j, struct zf_anchor *best,
 			    le32toh(a.crc) != crc32c(0, &c, sizeof(c)) ||
 			    memcmp(a.uuid, j->sb.uuid, sizeof(a.uuid)) ||
 			    le32toh(a.chain_zone) >= j->m->nr_zones) {
-				if (!wp_end)
+				/*
+				 * A full zone a switch rewrote (its superblock
+				 * of a later generation than mkfs's 0) was
+				 * finished after its first anchor at least: a
+				 * switch writes the superblock, then an anchor,
+				 * and only a later one finishes it. No anchor
+				 * there is damage. (mkfs finishes the second
+				 * zone with its superblock alone.) Past the
+				 * first, a full zone's end is not known.
+				 */
+				if (!wp_end && !(k == 0 && full_seq && sb_ok &&
+						 le64toh(sb.sb_gen)))
 					break;
 				if (!info->anchor_damaged)
 					snprintf(info->anchor_bad,
@@ -322,16 +353,28 @@ static int jrnl_find_anchor(struct jrnl *j, struct zf_anchor *best,
 			}
 		}
 		if (bad_last) {
-			/*
-			 * The zone that is not full is the live one (a
-			 * switch finishes the other): its last unit was the
-			 * newest anchor of all. Append here no more.
-			 */
-			newest_bad = true;
-			j->sz_cur = i;
-			j->sz_count = count;
-			j->sz_wpos = z->start + used;
+			bad_last_zone[i] = true;
+			bad_count[i] = count;
+			bad_wpos[i] = z->start + used;
 		}
+	}
+	/*
+	 * A damaged last unit was the newest anchor of all if its zone is
+	 * the live one: the one not full (a switch finishes the other), or,
+	 * both being full (few active zones: each is finished after its
+	 * anchor), the one whose superblock is the newer.
+	 */
+	for (i = 0; i < 2; i++) {
+		uint32_t o = i ^ 1;
+		bool live = jrnl_wp_is_end(&j->m->zones[le32toh(j->sb.super_zone[i])]) ||
+			    !sb_gen[o] || sb_gen[i] > sb_gen[o];
+
+		if (!bad_last_zone[i] || !live)
+			continue;
+		newest_bad = true;
+		j->sz_cur = i;
+		j->sz_count = bad_count[i];
+		j->sz_wpos = bad_wpos[i];
 	}
 	/* Away from the live zone and back, or into the other one. */
 	j->sz_switches = bad_zone[j->sz_cur] ? 2 : bad_zone[j->sz_cur ^ 1];

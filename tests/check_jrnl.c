@@ -1182,6 +1182,62 @@ START_TEST(test_crash_anchor_switch)
 }
 END_TEST
 
+/*
+ * On a device of few active zones each super zone is finished after its
+ * anchor, so its write pointer says nothing of where the anchors end.
+ * The newest anchor damaged: the zone with the newer superblock has no
+ * anchor where its first must be, the chain is found by its head, and a
+ * writable mount writes both super zones anew.
+ */
+START_TEST(test_anchor_damaged_few_slots)
+{
+	struct zemu_params p = geom(32);
+	struct zf_anchor a[2];
+	uint32_t sz[2], i, newest;
+	char *want, *got, zero[4096] = { 0 };
+	struct zfs *fs;
+
+	p.max_open = p.max_active = 4;
+	tu_mkfs_image(tu_img, &p);
+	fs = tu_mount(tu_img, false);
+	changes_a(fs);
+	TU_OK(jrnl_roll(fs->j));
+	ck_assert_int_ge(zfs_reclaim_now(fs), 0);
+	TU_OK(tu_mkdir(fs, "/after-roll", 0755));
+	TU_OK(jrnl_roll(fs->j));
+	want = tu_digest(fs);
+	for (i = 0; i < 2; i++)
+		sz[i] = le32toh(fs->sb.super_zone[i]);
+	tu_unmount(fs);
+
+	for (i = 0; i < 2; i++)
+		tu_image_read(tu_img, sz[i] * TU_MIB + ZF_SB_UNIT, &a[i],
+			      sizeof(a[i]));
+	newest = le64toh(a[1].seq) > le64toh(a[0].seq);
+	ck_assert_uint_eq(le32toh(a[newest].magic), ZF_ANCHOR_MAGIC);
+	tu_image_write(tu_img, sz[newest] * TU_MIB + ZF_SB_UNIT, zero,
+		       sizeof(zero));
+
+	fs = tu_mount(tu_img, true);
+	ck_assert(fs->replay.anchor_damaged && fs->replay.anchor_scanned);
+	got = tu_digest(fs);
+	digest_eq(got, want, "with the newest anchor damaged");
+	free(got);
+	tu_unmount(fs);
+	fsck_damaged(tu_img);
+	fs = tu_mount(tu_img, false);
+	tu_unmount(fs);
+	fsck_ok(tu_img);
+	fs = tu_mount(tu_img, true);
+	ck_assert(!fs->replay.anchor_damaged);
+	got = tu_digest(fs);
+	digest_eq(got, want, "after the super zones were written anew");
+	free(got);
+	tu_unmount(fs);
+	free(want);
+}
+END_TEST
+
 /* ---- the suite ---------------------------------------------------------------- */
 
 static void add(Suite *s, const char *name, const TTest *t, int timeout)
@@ -1197,6 +1253,7 @@ static Suite *jrnl_suite(void)
 	add(s, "torn_uncommitted", test_torn_uncommitted, 60);
 	add(s, "torn_garbage", test_torn_garbage, 60);
 	add(s, "corrupt_middle", test_corrupt_middle, 60);
+	add(s, "anchor_damaged_few_slots", test_anchor_damaged_few_slots, 60);
 	add(s, "snapshot_multizone", test_snapshot_multizone, 120);
 	add(s, "roll_many", test_roll_many, 120);
 	add(s, "crash_points", test_crash_points, 120);

@@ -178,7 +178,10 @@ struct ace_state {
 	uint32_t nin;
 };
 
-/* Read everything a user can see of @fs. 0 or a negative errno (@err). */
+/*
+ * Read everything a user can see of @fs. 0 or a negative errno (@err),
+ * with nothing left to free.
+ */
 int ace_state_read(struct zfs *fs, struct ace_state *st, char *err,
 		   size_t errlen);
 void ace_state_free(struct ace_state *st);

@@ -238,7 +238,9 @@ int ace_state_read(struct zfs *fs, struct ace_state *st, char *err,
 
 	memset(st, 0, sizeof(*st));
 	ret = ace_walk(fs, 1, "", st, err, errlen);
-	if (!ret && st->nf) /* qsort(NULL, 0, ...) is undefined */
+	if (ret)
+		ace_state_free(st); /* what was read before the failure */
+	else if (st->nf) /* qsort(NULL, 0, ...) is undefined */
 		qsort(st->f, st->nf, sizeof(*st->f), ace_sfile_cmp);
 	return ret;
 }

@@ -11,7 +11,8 @@
  * - A zone is written only at its write pointer, one write at a time: each
  *   write head has a lock held across its device write.
  * - Active zones (written, neither empty nor full) are a device resource.
- *   The journal's chain always has a slot; the live super zone has one for
+ *   The journal's chain always has a slot (two, with its mirror: the
+ *   copies are written in lockstep); the live super zone has one for
  *   good on a device with ALLOC_SUPER_SLOT_MIN slots or more, else only
  *   while an anchor is written; data zones share the rest. A zone a head
  *   holds counts from the moment it is taken, a parked one until it fills,
@@ -113,7 +114,10 @@ void alloc_maybe_dead(struct zfs *fs, struct zm_zone *z)
 	alloc_settle(fs, alloc_zone_id(fs, z));
 }
 
-/* Free zones the next journal snapshot needs (its size as last encoded). */
+/*
+ * Free zones the next journal snapshot needs (its size as last encoded),
+ * in each copy of the chain.
+ */
 static uint32_t alloc_snap_zones(struct zfs *fs)
 {
 	uint64_t cap = fs->m.zones[le32toh(fs->sb.super_zone[0])].cap;
@@ -122,7 +126,8 @@ static uint32_t alloc_snap_zones(struct zfs *fs)
 	 * The snapshot size as last encoded: asking the journal could wait
 	 * for its committer, which may be waiting for alloc_lock.
 	 */
-	return (uint32_t)ZF_DIV_ROUND_UP(fs->snap_bytes + 1, cap);
+	return (uint32_t)ZF_DIV_ROUND_UP(fs->snap_bytes + 1, cap) *
+	       fs->jrnl_slots;
 }
 
 /*
@@ -138,7 +143,7 @@ static uint32_t alloc_snap_zones(struct zfs *fs)
  */
 uint32_t alloc_floor(struct zfs *fs, enum alloc_kind kind)
 {
-	uint32_t keep = alloc_snap_zones(fs) + 1;
+	uint32_t keep = alloc_snap_zones(fs) + fs->jrnl_slots;
 
 	ZLOCK_HELD(&fs->alloc_lock);
 
@@ -412,7 +417,8 @@ void alloc_io_end(struct zfs *fs, uint32_t zone)
  */
 static bool alloc_slot_ok(struct zfs *fs, enum alloc_kind kind)
 {
-	uint32_t used = fs->nr_active + 1 + (fs->super_slot || fs->super_busy);
+	uint32_t used = fs->nr_active + fs->jrnl_slots +
+			(fs->super_slot || fs->super_busy);
 
 	ZLOCK_HELD(&fs->alloc_lock);
 
@@ -538,10 +544,11 @@ int alloc_super_begin(struct zfs *fs, struct alloc_try *t)
 	if (!fs->super_slot) {
 		/* The slot for the anchor: a data zone gives its slot back. */
 		while (fs->max_active &&
-		       fs->nr_active + 2 > fs->max_active &&
+		       fs->nr_active + fs->jrnl_slots + 1 > fs->max_active &&
 		       alloc_free_slot(fs, NULL, true))
 			;
-		if (fs->max_active && fs->nr_active + 2 > fs->max_active)
+		if (fs->max_active &&
+		    fs->nr_active + fs->jrnl_slots + 1 > fs->max_active)
 			ret = alloc_need(fs, t, ALLOC_NEED_SLOT);
 		else
 			fs->super_busy = true;

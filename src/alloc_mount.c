@@ -167,7 +167,8 @@ void alloc_check(struct zfs *fs)
 		snprintf(what, sizeof(what), "live bytes %" PRIu64 " counted %" PRIu64,
 			 live, fs->m.live_bytes);
 	else if (fs->max_active &&
-		 fs->nr_active + 1 + (fs->super_slot || fs->super_busy) >
+		 fs->nr_active + fs->jrnl_slots +
+				 (fs->super_slot || fs->super_busy) >
 			 fs->max_active)
 		snprintf(what, sizeof(what), "%u data zones active past a limit of %u",
 			 fs->nr_active, fs->max_active);
@@ -184,19 +185,26 @@ void alloc_check(struct zfs *fs)
 
 
 /*
- * The least zonefuse works with: two active zones, one for the journal's
- * chain and one that every data stream and reclaim share (the super zone
- * borrows a data zone's slot for each anchor). Any open limit works: open
- * zones are closed and reopened as writes need them.
+ * The least zonefuse works with: one active zone for each copy of the
+ * journal's chain and one that every data stream and reclaim share (the
+ * super zone borrows a data zone's slot for each anchor). Any open limit
+ * works: open zones are closed and reopened as writes need them.
  */
-int alloc_check_limits(struct zdev *dev, char *err, size_t errlen)
+int alloc_check_limits(struct zdev *dev, unsigned int copies, char *err,
+		       size_t errlen)
 {
 	const struct zdev_geom *g = zdev_geom(dev);
 
-	if (g->max_active == 1) {
+	if (g->max_active && g->max_active < copies + 1) {
 		zutil_err(err, errlen,
-			  "%s allows 1 active zone: zonefuse needs at least 2 (one for the metadata journal, one for data), or no limit",
-			  zdev_path(dev));
+			  "%s allows %u active zone%s: zonefuse with %u cop%s of the metadata needs at least %u (%s, one for data), or no limit%s",
+			  zdev_path(dev), g->max_active,
+			  g->max_active > 1 ? "s" : "", copies,
+			  copies > 1 ? "ies" : "y", copies + 1,
+			  copies > 1 ? "one for each copy of the metadata journal" :
+				       "one for the metadata journal",
+			  copies > 1 ? "; `zonefuse mkfs --metadata-copies 1` makes a file system with one" :
+				       "");
 		return -ENOTSUP;
 	}
 	return 0;
@@ -224,7 +232,7 @@ static void alloc_close_open(struct zfs *fs)
 int alloc_init(struct zfs *fs)
 {
 	const struct zdev_geom *g = zdev_geom(fs->dev);
-	uint32_t i, chain[1024], nchain, tail = ZF_NO_ZONE;
+	uint32_t i, chain[1024], nchain, tail = ZF_NO_ZONE, mtail = ZF_NO_ZONE;
 	struct zdev_zone *rep;
 
 	fs->resetq = calloc(fs->m.nr_zones, sizeof(*fs->resetq));
@@ -251,9 +259,13 @@ int alloc_init(struct zfs *fs)
 	pthread_mutex_init(&fs->hot.lock, NULL);
 	pthread_mutex_init(&fs->gc.lock, NULL);
 	pthread_mutex_init(&fs->cold.lock, NULL);
-	nchain = jrnl_chain(fs->j, chain, ZF_ARRAY_SIZE(chain));
+	nchain = jrnl_chain(fs->j, 0, chain, ZF_ARRAY_SIZE(chain));
 	if (nchain)
 		tail = chain[nchain - 1];
+	nchain = jrnl_chain(fs->j, 1, chain, ZF_ARRAY_SIZE(chain));
+	if (nchain)
+		mtail = chain[nchain - 1];
+	fs->jrnl_slots = nchain ? 2 : 1;
 
 	alloc_conv_wps(fs);
 	if (!fs->rdonly)
@@ -274,8 +286,8 @@ int alloc_init(struct zfs *fs)
 			continue;
 		}
 		if (z->state == ZM_ZONE_META) {
-			/* Only the chain's last zone is still written. */
-			if (i != tail && !fs->rdonly)
+			/* Only the chain's last zone (and mirror) is written. */
+			if (i != tail && i != mtail && !fs->rdonly)
 				alloc_finish_dev(fs, i);
 			continue;
 		}
@@ -306,7 +318,7 @@ int alloc_init(struct zfs *fs)
 	free(rep);
 	/* Zones left active by the last session beyond our budget: finish. */
 	while (!fs->rdonly && fs->max_active &&
-	       fs->nr_active + 1 + fs->super_slot > fs->max_active &&
+	       fs->nr_active + fs->jrnl_slots + fs->super_slot > fs->max_active &&
 	       alloc_free_slot(fs, NULL, true))
 		;
 	zlock_unmutex(&fs->alloc_lock);

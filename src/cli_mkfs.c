@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* zonefuse mkfs DEVICE [--force] [--label L] [--reserve PCT] */
+/*
+ * zonefuse mkfs DEVICE [--force] [--label L] [--reserve PCT]
+ *                      [--metadata-copies N]
+ */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,12 +18,16 @@ static void mkfs_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: zonefuse mkfs DEVICE [--force] [--label LABEL] [--reserve PCT]\n"
+		"                     [--metadata-copies N]\n"
 		"Make a zonefuse file system on a zoned block device or an emulator image.\n"
 		"\n"
 		"  --force          overwrite an existing zonefuse file system\n"
 		"  --label LABEL    a name, up to 63 bytes\n"
 		"  --reserve PCT    share of zones kept free for reclaim and the journal\n"
-		"                   (default 1%%, at least %u zones)\n",
+		"                   (default 1%%, at least %u zones)\n"
+		"  --metadata-copies N\n"
+		"                   copies of the metadata journal, each in zones of its\n"
+		"                   own: 1 (the default) or 2 (needs 3 active zones)\n",
 		ZFS_MIN_RESERVE);
 }
 
@@ -47,6 +54,7 @@ int cli_mkfs(int argc, char **argv)
 		{ "force", no_argument, NULL, 'f' },
 		{ "label", required_argument, NULL, 'L' },
 		{ "reserve", required_argument, NULL, 'r' },
+		{ "metadata-copies", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -54,7 +62,7 @@ int cli_mkfs(int argc, char **argv)
 	struct mkfs_progress prog = { 0 };
 	struct zfs_mkfs_info info;
 	char err[512] = "", a[32], b[32], c[32];
-	uint32_t pct;
+	uint32_t pct, copies;
 	int opt, ret, i;
 
 	optind = 1;
@@ -80,6 +88,17 @@ int cli_mkfs(int argc, char **argv)
 				return CLI_EXIT_USAGE;
 			}
 			o.reserve_pct = (int)pct;
+			break;
+		case 'c':
+			if (cli_u32_arg("mkfs", "--metadata-copies", optarg,
+					&copies))
+				return CLI_EXIT_USAGE;
+			if (copies < 1 || copies > 2) {
+				cli_error("mkfs", "--metadata-copies %u: give 1 or 2",
+					  copies);
+				return CLI_EXIT_USAGE;
+			}
+			o.copies = copies;
 			break;
 		case 'h':
 			mkfs_usage(stdout);
@@ -119,6 +138,9 @@ int cli_mkfs(int argc, char **argv)
 	       info.block_size);
 	printf("  superblocks  zones %u and %u\n", info.super_zone[0],
 	       info.super_zone[1]);
+	printf("  metadata     %u cop%s of the journal%s\n", info.copies,
+	       info.copies > 1 ? "ies" : "y",
+	       info.copies > 1 ? "" : " (--metadata-copies 2 makes a mirror)");
 	printf("  reserved     %u zones (kept free for reclaim and the journal)\n",
 	       info.reserve_zones);
 	printf("  usable       %s\n",

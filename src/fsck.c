@@ -128,6 +128,14 @@ static void fsck_journal(struct fsck *f, const struct jrnl_replay_info *ri,
 		f->res->fixed += repair;
 		f->res->copies_bad++;
 	}
+	if (ri->copy_damaged) {
+		fsck_say(f, true, "journal: %s is damaged (%u block%s of one copy; the other copy served)%s",
+			 ri->copy_bad, ri->copy_bad_count,
+			 ri->copy_bad_count > 1 ? "s" : "",
+			 repair ? ": both copies written anew (fixed)" : "");
+		f->res->fixed += repair;
+		f->res->copies_bad += ri->copy_bad_count;
+	}
 	if (ri->salvaged) {
 		fsck_say(f, true, "journal: %s (fixed)", ri->stop);
 		f->res->fixed++;

@@ -270,11 +270,12 @@ int gc_collect(struct zfs *fs, uint32_t want, enum gc_mode mode,
  */
 static int gc_wear_journal(struct zfs *fs)
 {
-	uint32_t chain[64], n = jrnl_chain(fs->j, chain, ZF_ARRAY_SIZE(chain));
+	uint32_t chain[128], n = jrnl_chain(fs->j, 0, chain, 64);
 	uint64_t snap = fs->snap_bytes;
 	uint32_t i;
 	int ret;
 
+	n += jrnl_chain(fs->j, 1, chain + n, 64);
 	for (i = 0; i < n && !alloc_wear_lags(fs, chain[i]); i++)
 		;
 	if (i == n || (fs->wear_bytes + snap) * GC_WEAR_BUDGET_DIV > fs->host_bytes)

@@ -74,6 +74,31 @@ static int jrnl_grow(char **buf, size_t *cap, size_t need)
 /* ---- writing ----------------------------------------------------------------- */
 
 /*
+ * Without an owner (mkfs) the journal keeps the open limit itself: the
+ * device refused a write to @zone for it, so close the other zones it
+ * holds open (mkfs writes a super zone and both copies of the chain; a
+ * closed zone stays active and is written again later). 0 if any was
+ * closed.
+ */
+static int jrnl_close_others(struct jrnl *j, uint32_t zone)
+{
+	uint32_t i, n = j->m->nr_zones;
+	struct zdev_zone *rep = calloc(n, sizeof(*rep));
+	int ret = -ETOOMANYREFS;
+
+	if (!rep)
+		return -ENOMEM;
+	if (zdev_report(j->dev, 0, n, rep) == (int)n)
+		for (i = 0; i < n; i++)
+			if (i != zone && (rep[i].cond == ZDEV_COND_IMP_OPEN ||
+					  rep[i].cond == ZDEV_COND_EXP_OPEN) &&
+			    !zdev_zone_op(j->dev, ZDEV_OP_CLOSE, i))
+				ret = 0;
+	free(rep);
+	return ret;
+}
+
+/*
  * Write @len bytes at @off from @src, padded with zeros to the I/O unit.
  * The owner makes room under the device's open limit first (cb->io_begin,
  * which may wait for another write to end); if the device still refuses
@@ -103,7 +128,15 @@ static int jrnl_write_padded(struct jrnl *j, const void *src, size_t len,
 			if (io)
 				j->cb->io_end(j->cb_arg, zone);
 			if ((ret != -ETOOMANYREFS && ret != -EOVERFLOW) ||
-			    tries == JRNL_RETRY_LIMIT || !j->cb || !j->cb->resync)
+			    tries == JRNL_RETRY_LIMIT)
+				break;
+			if (!j->cb) {
+				if (ret != -ETOOMANYREFS ||
+				    jrnl_close_others(j, zone))
+					break;
+				continue;
+			}
+			if (!j->cb->resync)
 				break;
 			j->cb->resync(j->cb_arg);
 		}
@@ -131,28 +164,71 @@ int jrnl_write_sb(struct jrnl *j, const struct zf_super *sb, uint64_t off)
 	return jrnl_write_padded(j, unit, sizeof(unit), off);
 }
 
-int jrnl_chain_push(struct jrnl *j, uint32_t zone)
+int jrnl_chain_push(struct jrnl *j, uint32_t zone, uint32_t mzone)
 {
 	if (j->chain_len == j->chain_cap) {
 		uint32_t ncap = j->chain_cap ? j->chain_cap * 2 : 8;
 		uint32_t *nc = realloc(j->chain, ncap * sizeof(*nc));
+		uint32_t *nm;
 
 		if (!nc)
 			return -ENOMEM;
 		j->chain = nc;
+		nm = realloc(j->mchain, ncap * sizeof(*nm));
+		if (!nm)
+			return -ENOMEM;
+		j->mchain = nm;
 		j->chain_cap = ncap;
 	}
+	j->mchain[j->chain_len] = mzone;
 	j->chain[j->chain_len++] = zone;
 	j->m->zones[zone].state = ZM_ZONE_META;
+	if (mzone != ZF_NO_ZONE)
+		j->m->zones[mzone].state = ZM_ZONE_META;
 	return 0;
 }
 
-int jrnl_start_zone(struct jrnl *j, uint32_t zone, uint32_t index,
-		    uint32_t prev, uint64_t first_seq)
+/* Where @off of the chain's last zone is in its mirror. */
+static uint64_t jrnl_mirror_off(const struct jrnl *j, uint64_t off)
 {
-	struct zm_zone *z = &j->m->zones[zone];
+	const struct zm_zone *z = &j->m->zones[j->chain[j->chain_len - 1]];
+	const struct zm_zone *mz = &j->m->zones[j->mchain[j->chain_len - 1]];
+
+	return mz->start + (off - z->start);
+}
+
+/*
+ * Write @len bytes at @off of the chain's last zone, then the same bytes
+ * at the same offset of its mirror. Neither is durable before the flush
+ * that follows (a commit's, a roll's), so a crash between the two leaves
+ * records that no one was told are durable: replay takes them from the
+ * copy that has them, or ends the log before them.
+ */
+static int jrnl_write_chain(struct jrnl *j, const void *src, size_t len,
+			    uint64_t off)
+{
+	int ret = jrnl_write_padded(j, src, len, off);
+
+	if (ret || !j->mirror)
+		return ret;
+	return jrnl_write_padded(j, src, len, jrnl_mirror_off(j, off));
+}
+
+/* Capacity of the chain's last zone: the smaller of its two copies'. */
+static uint64_t jrnl_tail_cap(const struct jrnl *j)
+{
+	uint64_t cap = j->m->zones[j->chain[j->chain_len - 1]].cap;
+
+	if (j->mirror)
+		cap = ZF_MIN(cap, j->m->zones[j->mchain[j->chain_len - 1]].cap);
+	return cap;
+}
+
+static int jrnl_write_header(struct jrnl *j, uint32_t zone, uint32_t peer,
+			     uint32_t copy, uint32_t index, uint32_t prev,
+			     uint64_t first_seq)
+{
 	struct zf_mzone h;
-	int ret;
 
 	memset(&h, 0, sizeof(h));
 	h.magic = htole32(ZF_MZONE_MAGIC);
@@ -160,36 +236,72 @@ int jrnl_start_zone(struct jrnl *j, uint32_t zone, uint32_t index,
 	h.chain_gen = htole32(j->gen);
 	h.index = htole32(index);
 	h.prev_zone = htole32(prev);
+	h.copy = htole32(copy);
 	h.first_seq = htole64(first_seq);
+	h.peer_zone = htole32(peer);
 	h.crc = htole32(crc32c(0, &h, sizeof(h)));
-	ret = jrnl_write_padded(j, &h, sizeof(h), z->start);
+	return jrnl_write_padded(j, &h, sizeof(h), j->m->zones[zone].start);
+}
+
+int jrnl_start_zone(struct jrnl *j, uint32_t zone, uint32_t mzone,
+		    uint32_t index, uint32_t prev, uint64_t first_seq)
+{
+	struct zm_zone *z = &j->m->zones[zone];
+	int ret;
+
+	ret = jrnl_write_header(j, zone, mzone, 0, index, prev, first_seq);
+	if (!ret && mzone != ZF_NO_ZONE)
+		ret = jrnl_write_header(j, mzone, zone, 1, index, prev,
+					first_seq);
 	if (ret)
 		return ret;
-	ret = jrnl_chain_push(j, zone);
+	ret = jrnl_chain_push(j, zone, mzone);
 	if (ret)
 		return ret;
 	j->wpos = z->start + j->bs;
 	z->wp = j->wpos;
+	if (mzone != ZF_NO_ZONE)
+		j->m->zones[mzone].wp = j->m->zones[mzone].start + j->bs;
 	return 0;
 }
 
-int jrnl_alloc_zone(struct jrnl *j, uint32_t *zone)
+/* mkfs: the first (@far: last) empty zone that is not a super zone. */
+static int jrnl_alloc_free(struct jrnl *j, bool far, uint32_t *zone)
 {
-	uint32_t i;
+	uint32_t n = j->m->nr_zones, k;
 
-	if (j->cb && j->cb->zone_alloc)
-		return j->cb->zone_alloc(j->cb_arg, zone);
-	/* mkfs: the first empty zone that is not a super zone. */
-	for (i = 0; i < j->m->nr_zones; i++) {
+	for (k = 0; k < n; k++) {
+		uint32_t i = far ? n - 1 - k : k;
 		struct zm_zone *z = &j->m->zones[i];
 
 		if (z->state == ZM_ZONE_FREE && z->wp == z->start &&
 		    z->cap >= JRNL_MIN_ZONE_CAP) {
+			z->state = ZM_ZONE_META;
 			*zone = i;
 			return 0;
 		}
 	}
 	return -ENOSPC;
+}
+
+int jrnl_alloc_zones(struct jrnl *j, uint32_t *zone, uint32_t *mzone)
+{
+	bool cb = j->cb && j->cb->zone_alloc;
+	int ret;
+
+	*mzone = ZF_NO_ZONE;
+	ret = cb ? j->cb->zone_alloc(j->cb_arg, zone) :
+		   jrnl_alloc_free(j, false, zone);
+	if (ret || !j->mirror)
+		return ret;
+	/*
+	 * The zone the primary took is marked taken (ZM_ZONE_META) by
+	 * either path, so the mirror gets another one. Should there be none,
+	 * the primary's stays taken until the next mount: the journal is
+	 * failing then anyway.
+	 */
+	return cb ? j->cb->zone_alloc(j->cb_arg, mzone) :
+		    jrnl_alloc_free(j, true, mzone);
 }
 
 /* Retire a chain zone that is full: a closed zone holds an active slot. */
@@ -207,6 +319,14 @@ static void jrnl_finish_zone(struct jrnl *j, uint32_t zone)
 	z->wp = z->start + z->cap;
 }
 
+/* Finish the chain's last zone, and its mirror. */
+static void jrnl_finish_tail(struct jrnl *j)
+{
+	jrnl_finish_zone(j, j->chain[j->chain_len - 1]);
+	if (j->mirror)
+		jrnl_finish_zone(j, j->mchain[j->chain_len - 1]);
+}
+
 /*
  * Append @len bytes of whole records to the chain, moving to a new zone
  * (linked by a NEXT record in the space each zone keeps for it) whenever
@@ -219,18 +339,17 @@ int jrnl_write_records(struct jrnl *j, const char *buf, size_t len)
 	while (len) {
 		uint32_t tail = j->chain[j->chain_len - 1];
 		struct zm_zone *z = &j->m->zones[tail];
-		uint64_t room;
-
-		/* The NEXT record's unit is always kept free at a zone's end. */
-		if (j->wpos + j->bs > z->start + z->cap)
-			return -EIO;
-		room = z->start + z->cap - j->wpos - j->bs;
+		uint64_t end = z->start + jrnl_tail_cap(j), room;
 		size_t fit = 0;
 		struct zf_rec_next nx;
 		char rec[sizeof(struct zf_rec_hdr) + sizeof(nx)];
-		uint32_t nz;
+		uint32_t nz, nmz;
 		int ret;
 
+		/* The NEXT record's unit is always kept free at a zone's end. */
+		if (j->wpos + j->bs > end)
+			return -EIO;
+		room = end - j->wpos - j->bs;
 		while (fit < len) {
 			struct zf_rec_hdr h;
 			size_t rl;
@@ -243,11 +362,14 @@ int jrnl_write_records(struct jrnl *j, const char *buf, size_t len)
 			fit += rl;
 		}
 		if (fit) {
-			ret = jrnl_write_padded(j, buf, fit, j->wpos);
+			ret = jrnl_write_chain(j, buf, fit, j->wpos);
 			if (ret)
 				return ret;
 			j->wpos += ZF_ROUND_UP(fit, j->bs);
 			z->wp = j->wpos;
+			if (j->mirror)
+				j->m->zones[j->mchain[j->chain_len - 1]].wp =
+					jrnl_mirror_off(j, j->wpos);
 			buf += fit;
 			len -= fit;
 			if (!len)
@@ -260,17 +382,18 @@ int jrnl_write_records(struct jrnl *j, const char *buf, size_t len)
 			memcpy(&h, buf, sizeof(h));
 			last_seq = le64toh(h.seq) - 1;
 		}
-		ret = jrnl_alloc_zone(j, &nz);
+		ret = jrnl_alloc_zones(j, &nz, &nmz);
 		if (ret)
 			return ret;
 		nx.zone = htole32(nz);
-		nx.reserved = 0;
+		nx.mirror_zone = htole32(nmz);
 		jrnl_encode(rec, ZF_REC_NEXT, &nx, sizeof(nx), j->gen, last_seq);
-		ret = jrnl_write_padded(j, rec, sizeof(rec), j->wpos);
+		ret = jrnl_write_chain(j, rec, sizeof(rec), j->wpos);
 		if (ret)
 			return ret;
-		jrnl_finish_zone(j, tail);
-		ret = jrnl_start_zone(j, nz, j->chain_len, tail, last_seq + 1);
+		jrnl_finish_tail(j);
+		ret = jrnl_start_zone(j, nz, nmz, j->chain_len, tail,
+				      last_seq + 1);
 		if (ret)
 			return ret;
 	}
@@ -337,6 +460,7 @@ static int jrnl_write_anchor_once(struct jrnl *j)
 	a.chain_zone = htole32(j->chain[0]);
 	a.chain_gen = htole32(j->gen);
 	a.snap_seq = htole64(j->snap_seq);
+	a.mirror_zone = htole32(j->mirror ? j->mchain[0] : ZF_NO_ZONE);
 	a.crc = htole32(crc32c(0, &a, sizeof(a)));
 	ret = jrnl_write_padded(j, &a, sizeof(a), j->sz_wpos);
 	if (ret)
@@ -414,7 +538,8 @@ int jrnl_snap_emit(void *arg, uint16_t type, const void *p, uint32_t len)
 static int jrnl_do_roll(struct jrnl *j)
 {
 	struct jrnl_snap s = { .j = j };
-	uint32_t *old = NULL, old_len = j->chain_len, i, head;
+	uint32_t *old = NULL, *mold = NULL, old_len = j->chain_len, i;
+	uint32_t head, mhead;
 	uint64_t end_seq;
 	int ret;
 
@@ -431,20 +556,21 @@ static int jrnl_do_roll(struct jrnl *j)
 	ret = zdev_flush(j->dev);
 	if (ret)
 		goto out_free;
-	old = j->chain;
-	j->chain = NULL;
-	j->chain_len = j->chain_cap = 0;
 	/*
 	 * Nothing is appended to the old chain any more: its last zone gives
 	 * its active slot to the new chain's first (a device may have only
-	 * one for the journal). It stays readable, and named by the anchor,
-	 * until the new anchor is durable.
+	 * one for the journal, or two with the mirror). It stays readable,
+	 * and named by the anchor, until the new anchor is durable.
 	 */
-	jrnl_finish_zone(j, old[old_len - 1]);
-	ret = jrnl_alloc_zone(j, &head);
+	jrnl_finish_tail(j);
+	old = j->chain;
+	mold = j->mchain;
+	j->chain = j->mchain = NULL;
+	j->chain_len = j->chain_cap = 0;
+	ret = jrnl_alloc_zones(j, &head, &mhead);
 	if (ret)
 		goto out_restore;
-	ret = jrnl_start_zone(j, head, 0, ZF_NO_ZONE, s.first_seq);
+	ret = jrnl_start_zone(j, head, mhead, 0, ZF_NO_ZONE, s.first_seq);
 	if (ret)
 		goto out_restore;
 	ret = jrnl_write_records(j, s.buf, s.len);
@@ -465,8 +591,14 @@ static int jrnl_do_roll(struct jrnl *j)
 		jrnl_finish_zone(j, old[i]);
 		if (j->cb->zone_release)
 			j->cb->zone_release(j->cb_arg, old[i]);
+		if (!j->mirror)
+			continue;
+		jrnl_finish_zone(j, mold[i]);
+		if (j->cb->zone_release)
+			j->cb->zone_release(j->cb_arg, mold[i]);
 	}
 	free(old);
+	free(mold);
 	pthread_mutex_lock(&j->lock);
 	if (end_seq > j->durable_seq)
 		j->durable_seq = end_seq;
@@ -481,7 +613,9 @@ out_restore:
 	 * list, so the journal cannot go on: the error is sticky.
 	 */
 	free(j->chain);
+	free(j->mchain);
 	j->chain = old;
+	j->mchain = mold;
 	j->chain_len = j->chain_cap = old_len;
 out_free:
 	free(s.buf);
@@ -516,11 +650,17 @@ out_unlock:
 	return ret;
 }
 
+/*
+ * With a mirror, one zone's capacity instead of two: the chain's zones
+ * come twice, and on a device of small zones the chain must not take
+ * more of the free zones than one copy did (a data writer the space check
+ * admitted found no zone, in tests/e2e/stress.py's 2 MiB zones).
+ */
 static uint64_t jrnl_roll_min(struct jrnl *j)
 {
 	uint64_t cap = j->chain_len ? j->m->zones[j->chain[0]].cap : JRNL_ROLL_MAX;
 
-	return ZF_MIN(JRNL_ROLL_MAX, 2 * cap);
+	return ZF_MIN(JRNL_ROLL_MAX, (j->mirror ? 1 : 2) * cap);
 }
 
 /*
@@ -554,9 +694,10 @@ static int jrnl_commit_once(struct jrnl *j)
 	 * The room the log takes in its zones, not its records' bytes: each
 	 * commit pads to a block, and an fsync per 4 KiB file made the log
 	 * 20 times its records' size, until the chain held 11 of 32 zones
-	 * and small files met ENOSPC at half the capacity.
+	 * and small files met ENOSPC at half the capacity. One copy's room:
+	 * the mirror's is the same.
 	 */
-	j->log_bytes += j->meta_bytes - written;
+	j->log_bytes += (j->meta_bytes - written) / (j->mirror ? 2 : 1);
 	j->commits++;
 	pthread_mutex_lock(&j->lock);
 	if (!j->need_roll && upto > j->durable_seq)
@@ -736,18 +877,20 @@ void jrnl_get_stats(struct jrnl *j, struct jrnl_stats *st)
 	st->super_zone[0] = le32toh(j->sb.super_zone[0]);
 	st->super_zone[1] = le32toh(j->sb.super_zone[1]);
 	st->cur_zone = j->chain_len ? j->chain[j->chain_len - 1] : ZF_NO_ZONE;
+	st->mirror = j->mirror;
 	pthread_mutex_unlock(&j->lock);
 }
 
-uint32_t jrnl_chain(struct jrnl *j, uint32_t *zones, uint32_t max)
+uint32_t jrnl_chain(struct jrnl *j, unsigned int copy, uint32_t *zones,
+		    uint32_t max)
 {
 	uint32_t n;
 
 	pthread_mutex_lock(&j->lock);
 	while (j->busy)
 		pthread_cond_wait(&j->cv, &j->lock);
-	n = ZF_MIN(max, j->chain_len);
-	memcpy(zones, j->chain, n * sizeof(*zones));
+	n = copy && !j->mirror ? 0 : ZF_MIN(max, j->chain_len);
+	memcpy(zones, copy ? j->mchain : j->chain, n * sizeof(*zones));
 	pthread_mutex_unlock(&j->lock);
 	return n;
 }
@@ -760,6 +903,7 @@ void jrnl_free(struct jrnl *j)
 	pthread_cond_destroy(&j->cv);
 	free(j->pend);
 	free(j->chain);
+	free(j->mchain);
 	free(j->iobuf);
 	free(j);
 }

@@ -42,9 +42,12 @@ struct jrnl {
 	int error; /* sticky */
 
 	/* Committer state. */
-	uint32_t *chain;
+	bool mirror;	 /* ZF_FEATURE_INCOMPAT_MIRROR: two copies */
+	uint32_t *chain; /* the chain's zones, in order */
+	uint32_t *mchain; /* with mirror: the mirror of chain[i] */
 	uint32_t chain_len, chain_cap;
-	uint64_t wpos; /* next write position in the chain's last zone */
+	uint64_t wpos; /* next write position in the chain's last zone (the
+			  primary's; the mirror's is at the same offset) */
 	char *iobuf;   /* aligned, JRNL_READ_CHUNK bytes */
 	uint64_t snap_seq, snap_bytes, log_bytes;
 	bool need_roll;
@@ -91,26 +94,27 @@ struct jrnl *jrnl_alloc(struct zdev *dev, struct zmeta *m, bool rdonly);
 void jrnl_free(struct jrnl *j);
 
 /*
- * Add @zone at the end of the chain in memory and mark it ZM_ZONE_META.
- * 0 or -ENOMEM.
+ * Add @zone, and its mirror @mzone (ZF_NO_ZONE without mirror), at the
+ * end of the chain in memory and mark them ZM_ZONE_META. 0 or -ENOMEM.
  */
-int jrnl_chain_push(struct jrnl *j, uint32_t zone);
+int jrnl_chain_push(struct jrnl *j, uint32_t zone, uint32_t mzone);
 
 /*
- * A zone for the chain: from cb->zone_alloc, or without it (mkfs) the
- * first empty free zone of at least JRNL_MIN_ZONE_CAP. 0 and *@zone,
- * -ENOSPC, or the callback's errno.
+ * Zones for the chain's next zone: *@zone, and with mirror *@mzone
+ * (ZF_NO_ZONE without), from cb->zone_alloc, or without it (mkfs) empty
+ * free zones of at least JRNL_MIN_ZONE_CAP, the mirror's from the far end
+ * of the device. 0, -ENOSPC, or the callback's errno.
  */
-int jrnl_alloc_zone(struct jrnl *j, uint32_t *zone);
+int jrnl_alloc_zones(struct jrnl *j, uint32_t *zone, uint32_t *mzone);
 
 /*
- * Write the header of chain zone @zone (index @index in the chain, after
- * @prev, its first record @first_seq) and start it: it becomes the
- * chain's last zone and the next write goes after its header. 0, -ENOMEM
- * or an I/O errno.
+ * Write the header of chain zone @zone and of its mirror @mzone (index
+ * @index in the chain, after @prev, its first record @first_seq) and
+ * start them: they become the chain's last zone and the next write goes
+ * after the header. 0, -ENOMEM or an I/O errno.
  */
-int jrnl_start_zone(struct jrnl *j, uint32_t zone, uint32_t index,
-		    uint32_t prev, uint64_t first_seq);
+int jrnl_start_zone(struct jrnl *j, uint32_t zone, uint32_t mzone,
+		    uint32_t index, uint32_t prev, uint64_t first_seq);
 
 /*
  * Append @len bytes of whole encoded records, in seq order, to the chain,

@@ -102,6 +102,9 @@ int jrnl_mkfs(struct zdev *dev, const struct jrnl_mkfs_params *p,
 	sb->nr_conv = htole32(g->nr_conv);
 	sb->block_size = htole32(g->block_size);
 	sb->reserve_zones = htole32(p->reserve_zones);
+	if (p->mirror)
+		sb->feat_incompat = htole64(ZF_FEATURE_INCOMPAT_MIRROR);
+	j->mirror = p->mirror;
 	sb->mkfs_time = (int64_t)htole64((uint64_t)p->time);
 	for (i = 0; i < g->nr_zones && i < JRNL_SB_SCAN_ZONES && found < 2; i++) {
 		struct zm_zone *z = &m->zones[i];
@@ -157,16 +160,16 @@ int jrnl_mkfs(struct zdev *dev, const struct jrnl_mkfs_params *p,
 	/* The first chain: a snapshot of the root, then the anchor. */
 	{
 		struct jrnl_snap s = { .j = j };
-		uint32_t head;
+		uint32_t head, mhead;
 
 		ret = zm_snap_encode(m, jrnl_snap_emit, &s);
 		/* A new file system is a cleanly unmounted one. */
 		if (!ret)
 			ret = jrnl_snap_emit(&s, ZF_REC_UNMOUNT, NULL, 0);
 		if (!ret)
-			ret = jrnl_alloc_zone(j, &head);
+			ret = jrnl_alloc_zones(j, &head, &mhead);
 		if (!ret)
-			ret = jrnl_start_zone(j, head, 0, ZF_NO_ZONE,
+			ret = jrnl_start_zone(j, head, mhead, 0, ZF_NO_ZONE,
 					      s.first_seq);
 		if (!ret)
 			ret = jrnl_write_records(j, s.buf, s.len);

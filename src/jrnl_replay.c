@@ -186,7 +186,7 @@ static int jrnl_scan_heads(struct jrnl *j, bool any, uint32_t gen,
 			   struct zf_anchor *a)
 {
 	char *buf = zdev_buf_alloc(j->dev, j->bs);
-	uint32_t z, best_gen = gen;
+	uint32_t z, best_gen = gen, best_pair[2] = { 0, 0 };
 	bool tie = false;
 	int found = 0;
 
@@ -195,6 +195,7 @@ static int jrnl_scan_heads(struct jrnl *j, bool any, uint32_t gen,
 	for (z = 0; z < j->m->nr_zones; z++) {
 		const struct zm_zone *mz = &j->m->zones[z];
 		struct zf_mzone h, hc;
+		uint32_t pair[2], copy;
 
 		if (mz->state == ZM_ZONE_SUPER || mz->state == ZM_ZONE_BAD ||
 		    (mz->type == ZDEV_ZONE_SEQ && mz->wp < mz->start + j->bs) ||
@@ -203,13 +204,25 @@ static int jrnl_scan_heads(struct jrnl *j, bool any, uint32_t gen,
 		memcpy(&h, buf, sizeof(h));
 		hc = h;
 		hc.crc = 0;
+		copy = le32toh(h.copy);
 		if (le32toh(h.magic) != ZF_MZONE_MAGIC ||
 		    le32toh(h.crc) != crc32c(0, &hc, sizeof(hc)) ||
 		    memcmp(h.uuid, j->sb.uuid, sizeof(h.uuid)) || h.index ||
-		    le32toh(h.prev_zone) != ZF_NO_ZONE)
+		    le32toh(h.prev_zone) != ZF_NO_ZONE ||
+		    (j->mirror ? copy > 1 ||
+				 le32toh(h.peer_zone) >= j->m->nr_zones ||
+				 le32toh(h.peer_zone) == z :
+				 copy != 0))
 			continue;
+		/*
+		 * A mirrored chain's head is found twice, once by each
+		 * copy: the pair (primary, mirror) is the chain.
+		 */
+		pair[copy] = z;
+		pair[copy ^ 1] = j->mirror ? le32toh(h.peer_zone) : ZF_NO_ZONE;
 		if (found && le32toh(h.chain_gen) == best_gen) {
-			tie = true;
+			if (pair[0] != best_pair[0] || pair[1] != best_pair[1])
+				tie = true;
 			continue;
 		}
 		if ((found || !any) &&
@@ -217,10 +230,14 @@ static int jrnl_scan_heads(struct jrnl *j, bool any, uint32_t gen,
 			continue;
 		tie = false;
 		best_gen = le32toh(h.chain_gen);
-		a->chain_zone = htole32(z);
+		best_pair[0] = pair[0];
+		best_pair[1] = pair[1];
+		a->chain_zone = htole32(pair[0]);
+		a->mirror_zone = htole32(pair[1]);
 		a->chain_gen = h.chain_gen;
 		a->snap_seq = h.first_seq;
-		a->seq = htole64(le64toh(a->seq) + 1);
+		if (!found)
+			a->seq = htole64(le64toh(a->seq) + 1);
 		found = 1;
 	}
 	free(buf);
@@ -313,7 +330,10 @@ static int jrnl_find_anchor(struct jrnl *j, struct zf_anchor *best,
 			if (le32toh(a.magic) != ZF_ANCHOR_MAGIC ||
 			    le32toh(a.crc) != crc32c(0, &c, sizeof(c)) ||
 			    memcmp(a.uuid, j->sb.uuid, sizeof(a.uuid)) ||
-			    le32toh(a.chain_zone) >= j->m->nr_zones) {
+			    le32toh(a.chain_zone) >= j->m->nr_zones ||
+			    (j->mirror &&
+			     (le32toh(a.mirror_zone) >= j->m->nr_zones ||
+			      a.mirror_zone == a.chain_zone))) {
 				/*
 				 * A full zone a switch rewrote (its superblock
 				 * of a later generation than mkfs's 0) was
@@ -407,15 +427,33 @@ static int jrnl_find_anchor(struct jrnl *j, struct zf_anchor *best,
 	return 0;
 }
 
-/* Sequential reader over the used part of one chain zone. */
+/*
+ * Sequential reader over the used part of one chain zone: of the primary
+ * chain, or of its mirror. Both readers of a replay stand at the same
+ * offset of their zones (the copies are written in lockstep).
+ */
 struct jrnl_reader {
 	struct jrnl *j;
 	uint32_t zone;
+	bool ok;	   /* the zone's header held: its records may be read
+			      (else end is the zone's start: nothing is) */
 	uint64_t pos, end; /* absolute */
 	char *buf;	   /* aligned, JRNL_READ_CHUNK * 2 */
 	uint64_t boff;	   /* device offset of buf[0] */
 	size_t blen;
 };
+
+/* The reader's position as an offset into its zone. */
+static uint64_t jrnl_rel(const struct jrnl_reader *r)
+{
+	return r->pos - r->j->m->zones[r->zone].start;
+}
+
+/* Put @r at offset @rel of its zone. */
+static void jrnl_seek(struct jrnl_reader *r, uint64_t rel)
+{
+	r->pos = r->j->m->zones[r->zone].start + rel;
+}
 
 /* Make [off, off + n) available; -ENODATA past the end of the data. */
 static int jrnl_rd(struct jrnl_reader *r, uint64_t off, size_t n,
@@ -455,7 +493,17 @@ static int jrnl_rd(struct jrnl_reader *r, uint64_t off, size_t n,
 }
 
 /*
- * Open chain zone @zone for reading; checks its header.
+ * What a chain zone's header must say: struct zf_mzone's fields, for copy
+ * @copy of a chain that has (@mirror) or has not a mirror.
+ */
+struct jrnl_zone_want {
+	uint32_t index, prev, gen, copy, peer;
+	uint64_t first_seq;
+	bool mirror;
+};
+
+/*
+ * Open chain zone @zone for reading with @r; checks its header.
  *
  * The zone may be a data zone left without live data by the records
  * replayed so far. When the journal needs a zone and none is free, the
@@ -466,10 +514,15 @@ static int jrnl_rd(struct jrnl_reader *r, uint64_t off, size_t n,
  * zone after it. Once the header proves the zone is this chain's, the
  * reset is taken as done, its count one more (the next snapshot writes
  * the device's count). A zone with live data is never a chain zone.
+ *
+ * Returns 0 (r->ok), -ENODATA (nothing written in it: the writer had not
+ * started it), -ENOENT (a header that does not hold), -EIO (unreadable),
+ * -EUCLEAN (a zone the chain cannot have) or another errno; @why says
+ * which. On all but -EUCLEAN the reader is in the zone, after where its
+ * header is, with nothing to read unless r->ok.
  */
-static int jrnl_rd_zone(struct jrnl_reader *r, uint32_t zone, uint32_t index,
-			uint32_t prev, uint64_t first_seq, uint32_t gen,
-			char *why, size_t wl)
+static int jrnl_rd_zone(struct jrnl_reader *r, uint32_t zone,
+			const struct jrnl_zone_want *w, char *why, size_t wl)
 {
 	struct jrnl *j = r->j;
 	struct zm_zone *z;
@@ -492,37 +545,46 @@ static int jrnl_rd_zone(struct jrnl_reader *r, uint32_t zone, uint32_t index,
 		return -EUCLEAN;
 	}
 	r->zone = zone;
+	r->ok = false;
 	r->end = z->type == ZDEV_ZONE_CONV ? z->start + z->cap : z->wp;
 	r->blen = 0;
 	r->boff = 0;
+	r->pos = z->start + j->bs;
 	ret = jrnl_rd(r, z->start, sizeof(h), &p);
 	if (ret == -ENODATA) {
 		snprintf(why, wl, "chain zone %u is empty", zone);
-		return -ENOENT;
-	}
-	if (ret) {
+	} else if (ret) {
 		snprintf(why, wl, "reading the header of chain zone %u failed: %s",
 			 zone, strerror(-ret));
-		return ret;
+	} else {
+		memcpy(&h, p, sizeof(h));
+		c = h;
+		c.crc = 0;
+		if (le32toh(h.magic) != ZF_MZONE_MAGIC ||
+		    le32toh(h.crc) != crc32c(0, &c, sizeof(c)) ||
+		    memcmp(h.uuid, j->sb.uuid, sizeof(h.uuid)) ||
+		    le32toh(h.chain_gen) != w->gen ||
+		    le32toh(h.index) != w->index ||
+		    le32toh(h.prev_zone) != w->prev ||
+		    le64toh(h.first_seq) != w->first_seq ||
+		    (w->mirror && (le32toh(h.copy) != w->copy ||
+				   le32toh(h.peer_zone) != w->peer))) {
+			snprintf(why, wl,
+				 "chain zone %u has no valid header for index %u",
+				 zone, w->index);
+			ret = -ENOENT;
+		}
 	}
-	memcpy(&h, p, sizeof(h));
-	c = h;
-	c.crc = 0;
-	if (le32toh(h.magic) != ZF_MZONE_MAGIC ||
-	    le32toh(h.crc) != crc32c(0, &c, sizeof(c)) ||
-	    memcmp(h.uuid, j->sb.uuid, sizeof(h.uuid)) ||
-	    le32toh(h.chain_gen) != gen || le32toh(h.index) != index ||
-	    le32toh(h.prev_zone) != prev || le64toh(h.first_seq) != first_seq) {
-		snprintf(why, wl, "chain zone %u has no valid header for index %u",
-			 zone, index);
-		return -ENOENT;
+	if (ret) {
+		r->end = z->start;
+		return ret;
 	}
 	if (z->state == ZM_ZONE_DATA) {
 		/* The reset no record tells of (see the comment above). */
 		z->state = ZM_ZONE_FREE;
 		z->resets++;
 	}
-	r->pos = z->start + j->bs;
+	r->ok = true;
 	return 0;
 }
 
@@ -572,7 +634,8 @@ static void jrnl_scan_beyond(struct jrnl_reader *r, uint32_t gen,
  */
 struct jrnl_replayer {
 	struct jrnl *j;
-	struct jrnl_reader r;
+	struct jrnl_reader r;  /* the primary chain */
+	struct jrnl_reader mr; /* its mirror (j->mirror) */
 	struct jrnl_replay_info *info;
 	bool salvage;	   /* JRNL_SALVAGE */
 	uint32_t gen;	   /* the chain's generation, from the anchor */
@@ -583,32 +646,60 @@ struct jrnl_replayer {
 	bool bad;	   /* the log ended at a record that is there whole
 			      (below the end of the zone's data) but does
 			      not hold: not a torn tail */
+	bool one_copy;	   /* something replayed was read from one copy
+			      only: the chain must be written anew before
+			      it is appended to */
+	uint64_t mpend;	   /* with mirror: offset + 1 of a record whose
+			      mirror copy differs, in a zone whose write
+			      pointer does not tell damage from a torn
+			      tail (0: none); a later record that matches
+			      in the same zone proves it damage */
+	uint64_t last_bad; /* 1 + the device block last found bad (in
+			      either copy): a block holds several records */
 	char why[sizeof(((struct jrnl_replay_info *)0)->stop)];
 };
 
-/*
- * Read the record at the reader's position, past any padding, and check
- * it: the next seq of this chain's generation, whole, its CRC right. Any
- * of these failing is how a torn tail looks, so it ends the log rather
- * than the replay. Returns 1 with *@h and *@payload (valid until the next
- * read) and the reader past the record, 0 when the log ends here (s->why
- * says why), or an I/O errno.
- */
-static int jrnl_rd_rec(struct jrnl_replayer *s, struct zf_rec_hdr *h,
-		       const char **payload)
+/* A block of copy @copy did not hold where the other's did. */
+static void jrnl_copy_bad(struct jrnl_replayer *s, unsigned int copy,
+			  uint32_t zone, uint64_t off, const char *what)
 {
-	struct jrnl_reader *r = &s->r;
+	struct jrnl_replay_info *info = s->info;
+	uint64_t block = off / s->j->bs + 1;
+
+	info->copy_damaged = true;
+	if (block == s->last_bad)
+		return;
+	s->last_bad = block;
+	if (!info->copy_bad_count++)
+		snprintf(info->copy_bad, sizeof(info->copy_bad),
+			 "the %s copy of the metadata chain at 0x%" PRIx64 " in zone %u (%.120s)",
+			 copy ? "mirror" : "primary", off, zone, what);
+}
+
+/*
+ * Read the record at @r's position, past any padding, and check it: the
+ * next seq of this chain's generation, whole, its CRC right. Any of these
+ * failing is how a torn tail looks, so it ends the log rather than the
+ * replay. Returns 1 with *@h and *@payload (valid until @r reads again)
+ * and @r past the record, 0 when the log ends here in this copy (@why
+ * says why; *@bad when the record is there whole but does not hold), or
+ * an I/O errno.
+ */
+static int jrnl_rd_rec(struct jrnl_replayer *s, struct jrnl_reader *r,
+		       struct zf_rec_hdr *h, const char **payload, bool *bad,
+		       char *why, size_t wl)
+{
 	struct zf_rec_hdr hc;
 	const char *p;
 	uint32_t len, crc;
 	uint16_t type;
 	int ret;
 
+	*bad = false;
 	for (;;) {
 		ret = jrnl_rd(r, r->pos, 8, &p);
 		if (ret == -ENODATA) {
-			snprintf(s->why, sizeof(s->why),
-				 "end of data in zone %u", r->zone);
+			snprintf(why, wl, "end of data in zone %u", r->zone);
 			return 0;
 		}
 		if (ret)
@@ -624,18 +715,17 @@ static int jrnl_rd_rec(struct jrnl_replayer *s, struct zf_rec_hdr *h,
 		 */
 		if (r->pos % s->j->bs == 0 &&
 		    jrnl_wp_is_end(&s->j->m->zones[r->zone])) {
-			snprintf(s->why, sizeof(s->why),
+			snprintf(why, wl,
 				 "a block of zeros at 0x%" PRIx64 " in zone %u, below its write pointer",
 				 r->pos, r->zone);
-			s->bad = true;
+			*bad = true;
 			return 0;
 		}
 		r->pos = ZF_ROUND_UP(r->pos + 1, s->j->bs);
 	}
 	ret = jrnl_rd(r, r->pos, sizeof(*h), &p);
 	if (ret == -ENODATA) {
-		snprintf(s->why, sizeof(s->why),
-			 "torn record header at 0x%" PRIx64, r->pos);
+		snprintf(why, wl, "torn record header at 0x%" PRIx64, r->pos);
 		return 0;
 	}
 	if (ret)
@@ -646,16 +736,15 @@ static int jrnl_rd_rec(struct jrnl_replayer *s, struct zf_rec_hdr *h,
 	if (len > ZF_REC_MAX || le32toh(h->chain_gen) != s->gen ||
 	    (type == ZF_REC_NEXT ? le64toh(h->seq) != s->expect - 1 :
 				   le64toh(h->seq) != s->expect)) {
-		snprintf(s->why, sizeof(s->why),
+		snprintf(why, wl,
 			 "record at 0x%" PRIx64 " is not the next one (seq %" PRIu64 ", expected %" PRIu64 ")",
 			 r->pos, le64toh(h->seq), s->expect);
-		s->bad = true;
+		*bad = true;
 		return 0;
 	}
 	ret = jrnl_rd(r, r->pos, sizeof(*h) + len, &p);
 	if (ret == -ENODATA) {
-		snprintf(s->why, sizeof(s->why), "torn record at 0x%" PRIx64,
-			 r->pos);
+		snprintf(why, wl, "torn record at 0x%" PRIx64, r->pos);
 		return 0;
 	}
 	if (ret)
@@ -665,10 +754,10 @@ static int jrnl_rd_rec(struct jrnl_replayer *s, struct zf_rec_hdr *h,
 	crc = crc32c(0, &hc, sizeof(hc));
 	crc = crc32c(crc, p + sizeof(*h), len);
 	if (crc != le32toh(h->crc)) {
-		snprintf(s->why, sizeof(s->why),
+		snprintf(why, wl,
 			 "record seq %" PRIu64 " at 0x%" PRIx64 " fails its CRC",
 			 s->expect, r->pos);
-		s->bad = true;
+		*bad = true;
 		return 0;
 	}
 	*payload = p + sizeof(*h);
@@ -677,19 +766,205 @@ static int jrnl_rd_rec(struct jrnl_replayer *s, struct zf_rec_hdr *h,
 }
 
 /*
- * Follow a NEXT record (@p, @len) into the zone it names. The writer
+ * Is what one copy's reader met damage (a block below the zone's written
+ * end that is unreadable or does not hold), rather than the end of what
+ * was written?
+ */
+static bool jrnl_copy_damage(const struct jrnl_replayer *s,
+			     const struct jrnl_reader *r, int ret, bool bad)
+{
+	return ret == -EIO ||
+	       (bad && jrnl_wp_is_end(&s->j->m->zones[r->zone]));
+}
+
+/*
+ * The primary's record @rec (@n bytes from offset @rel of its zone) held:
+ * does the mirror hold the same bytes? Where it holds none (its write
+ * pointer is below), the writer had not written them when the power went:
+ * no damage. Where it differs in a zone whose write pointer says where
+ * its writes end, it is damage; elsewhere (a full or conventional zone)
+ * only a later record that matches proves it (s->mpend). Either way the
+ * record was read from one copy.
+ */
+static void jrnl_mirror_check(struct jrnl_replayer *s, uint64_t rel,
+			      const char *rec, size_t n)
+{
+	struct jrnl_reader *m = &s->mr;
+	const struct zm_zone *mz = &s->j->m->zones[m->zone];
+	const char *p;
+	int ret;
+
+	if (!m->ok) {
+		s->one_copy = true;
+		return;
+	}
+	ret = jrnl_rd(m, mz->start + rel, n, &p);
+	if (!ret && !memcmp(p, rec, n)) {
+		if (s->mpend) {
+			jrnl_copy_bad(s, 1, m->zone, mz->start + s->mpend - 1,
+				      "it differs, and records after it match");
+			s->mpend = 0;
+		}
+		return;
+	}
+	s->one_copy = true;
+	if (ret == -ENODATA || (ret && ret != -EIO))
+		return;
+	if (jrnl_wp_is_end(mz) || ret == -EIO)
+		jrnl_copy_bad(s, 1, m->zone, mz->start + rel,
+			      ret ? "it cannot be read" :
+				    "it differs from the primary's");
+	else if (!s->mpend)
+		s->mpend = rel + 1;
+}
+
+/*
+ * The next record of the log, from either copy: the primary's if it holds
+ * (the mirror's bytes are checked against it), else the mirror's at the
+ * same offset. Returns like jrnl_rd_rec(); 0 only when neither copy has
+ * it. Damage in both copies at the same record is damage of the log
+ * (info->damaged); one copy ending where the other is damaged is the end
+ * of what was written, as a crash between the two copies leaves it.
+ */
+static int jrnl_next_rec(struct jrnl_replayer *s, struct zf_rec_hdr *h,
+			 const char **payload)
+{
+	struct jrnl_reader *r = &s->r, *m = &s->mr;
+	char mwhy[sizeof(s->why)];
+	uint64_t rel = jrnl_rel(r);
+	bool pbad, mbad, pdam, mdam;
+	int ret, mret;
+
+	ret = r->ok ? jrnl_rd_rec(s, r, h, payload, &pbad, s->why,
+				  sizeof(s->why)) :
+		      (pbad = false, 0);
+	if (!s->j->mirror) {
+		s->bad = pbad;
+		return ret;
+	}
+	if (ret == 1) {
+		size_t n = sizeof(*h) + ZF_ROUND_UP(le32toh(h->len), ZF_REC_ALIGN);
+		char *rec = (char *)*payload - sizeof(*h);
+
+		jrnl_mirror_check(s, jrnl_rel(r) - n, rec, n);
+		jrnl_seek(m, jrnl_rel(r));
+		return 1;
+	}
+	if (ret < 0 && ret != -EIO)
+		return ret;
+	if (!r->ok)
+		snprintf(s->why, sizeof(s->why), "no primary copy in zone %u",
+			 r->zone);
+	jrnl_seek(m, rel);
+	mret = m->ok ? jrnl_rd_rec(s, m, h, payload, &mbad, mwhy,
+				   sizeof(mwhy)) :
+		       (mbad = false, 0);
+	if (mret < 0 && mret != -EIO)
+		return mret;
+	pdam = r->ok && jrnl_copy_damage(s, r, ret, pbad);
+	mdam = m->ok && jrnl_copy_damage(s, m, mret, mbad);
+	if (mret == 1) {
+		if (pdam)
+			jrnl_copy_bad(s, 0, r->zone, r->pos,
+				      ret ? "it cannot be read" : s->why);
+		s->one_copy = true;
+		jrnl_seek(r, jrnl_rel(m));
+		return 1;
+	}
+	s->bad = false;
+	if (pdam && mdam) {
+		s->bad = true;
+		s->info->damaged = true;
+		if (ret == -EIO && mret == -EIO)
+			return -EIO;
+		if (ret == -EIO)
+			memcpy(s->why, mwhy, sizeof(s->why));
+		return 0;
+	}
+	/* The end in one copy at least: what the other holds is torn. */
+	if (pdam || (!r->ok && m->ok))
+		memcpy(s->why, mwhy, sizeof(s->why));
+	if (pdam || mdam)
+		s->one_copy = true;
+	return 0;
+}
+
+/*
+ * Open the chain's zone @zone and its mirror @mzone (ZF_NO_ZONE without
+ * mirror), index @index after @prev, for reading. Without mirror, as
+ * jrnl_rd_zone(), but an empty zone or a header that does not hold is
+ * -ENOENT. With it, one copy that holds is enough; the other's damage
+ * is noted (a copy the writer had not started is not damage). Neither:
+ * -ENOENT, and info->damaged if both are damaged.
+ */
+static int jrnl_rd_zones(struct jrnl_replayer *s, uint32_t zone,
+			 uint32_t mzone, uint32_t index, uint32_t prev)
+{
+	struct jrnl_zone_want w = {
+		.index = index,
+		.prev = prev,
+		.gen = s->gen,
+		.copy = 0,
+		.peer = mzone,
+		.first_seq = s->expect,
+		.mirror = s->j->mirror,
+	};
+	char mwhy[sizeof(s->why)];
+	int ret, mret;
+
+	ret = jrnl_rd_zone(&s->r, zone, &w, s->why, sizeof(s->why));
+	if (!s->j->mirror)
+		return ret == -ENODATA ? -ENOENT : ret;
+	if (ret == -EUCLEAN || (ret && ret != -ENODATA && ret != -ENOENT &&
+				ret != -EIO))
+		return ret;
+	if (mzone == zone) {
+		snprintf(s->why, sizeof(s->why),
+			 "chain zone %u is its own mirror", zone);
+		return -EUCLEAN;
+	}
+	w.copy = 1;
+	w.peer = zone;
+	mret = jrnl_rd_zone(&s->mr, mzone, &w, mwhy, sizeof(mwhy));
+	if (mret == -EUCLEAN || (mret && mret != -ENODATA &&
+				 mret != -ENOENT && mret != -EIO)) {
+		memcpy(s->why, mwhy, sizeof(s->why));
+		return mret;
+	}
+	if (!ret && !mret)
+		return 0;
+	s->one_copy = true;
+	if (!ret || !mret) {
+		if (ret && ret != -ENODATA)
+			jrnl_copy_bad(s, 0, zone, s->j->m->zones[zone].start,
+				      s->why);
+		if (mret && mret != -ENODATA)
+			jrnl_copy_bad(s, 1, mzone, s->j->m->zones[mzone].start,
+				      mwhy);
+		return 0;
+	}
+	if (ret != -ENODATA && mret != -ENODATA) {
+		s->info->damaged = true;
+		snprintf(s->why + strlen(s->why), sizeof(s->why) - strlen(s->why),
+			 ", nor its mirror %u", mzone);
+	}
+	return -ENOENT;
+}
+
+/*
+ * Follow a NEXT record (@p, @len) into the zones it names. The writer
  * links a zone before it starts it (jrnl_write_records()), so a crash in
  * between leaves a NEXT whose zone has no header of ours: the log ends at
- * that NEXT, in the zone that holds it. Returns 1 with the reader at the
- * start of the new zone (the caller adds it to the chain), 0 when the log
- * ends here (s->why says why), or -EUCLEAN (the chain names a zone it
+ * that NEXT, in the zone that holds it. Returns 1 with the readers at the
+ * start of the new zones (the caller adds them to the chain), 0 when the
+ * log ends here (s->why says why), or -EUCLEAN (the chain names a zone it
  * cannot have) or an I/O errno.
  */
 static int jrnl_rd_next(struct jrnl_replayer *s, const char *p, uint32_t len)
 {
-	struct jrnl_reader *r = &s->r;
+	struct jrnl_reader *r = &s->r, *m = &s->mr;
+	struct jrnl_reader rsave = *r, msave = *m;
 	struct zf_rec_next nx;
-	uint32_t prev = r->zone;
 	int ret;
 
 	if (len != sizeof(nx)) {
@@ -698,16 +973,20 @@ static int jrnl_rd_next(struct jrnl_replayer *s, const char *p, uint32_t len)
 		return 0;
 	}
 	memcpy(&nx, p, sizeof(nx));
-	ret = jrnl_rd_zone(r, le32toh(nx.zone), s->j->chain_len, prev,
-			   s->expect, s->gen, s->why, sizeof(s->why));
+	ret = jrnl_rd_zones(s, le32toh(nx.zone),
+			    s->j->mirror ? le32toh(nx.mirror_zone) : ZF_NO_ZONE,
+			    s->j->chain_len, rsave.zone);
 	if (ret == -ENOENT) {
 		/* Crashed before the new zone was started. */
+		*r = rsave;
+		*m = msave;
+		r->blen = m->blen = 0;
 		r->end = r->pos = 0;
-		r->zone = prev;
 		return 0;
 	}
 	if (ret)
 		return ret;
+	s->mpend = 0;
 	return 1;
 }
 
@@ -788,7 +1067,8 @@ static uint64_t jrnl_replay_log_room(struct jrnl *j, uint64_t end)
  * is damage, even the last one, which holds the newest changes. A full or
  * conventional zone may hold other bytes after the tail (zeros after a
  * finish, an older chain's records), so only later records prove damage
- * there.
+ * there. With a mirror, jrnl_next_rec() has decided already whether both
+ * copies are damaged; the primary is still searched for later records.
  */
 static void jrnl_replay_stop(struct jrnl_replayer *s)
 {
@@ -805,32 +1085,50 @@ static void jrnl_replay_stop(struct jrnl_replayer *s)
 }
 
 /*
+ * Does the unit after @tail in zone @z end its writes, with room for more
+ * (a NEXT's unit at least)?
+ */
+static bool jrnl_tail_ok(const struct jrnl *j, const struct zm_zone *z,
+			 uint64_t tail, uint64_t cap)
+{
+	return tail + j->bs <= z->start + cap &&
+	       (z->type == ZDEV_ZONE_CONV || tail == z->wp);
+}
+
+/*
  * Clean: the last record was UNMOUNT and nothing follows it but
  * padding, so appending right after it keeps the log readable. On a
  * conventional zone the zeros after it read as padding up to the
  * zone's end: the tail is where the last record ended, not where
- * the reading stopped. Otherwise the journal appends nowhere in this
- * chain (j->wpos 0): jrnl_start() writes a new one first.
+ * the reading stopped. With a mirror, both copies must end there, and
+ * every record must have come from both. Otherwise the journal appends
+ * nowhere in this chain (j->wpos 0): jrnl_start() writes a new one first.
  */
 static void jrnl_replay_clean(struct jrnl_replayer *s)
 {
 	struct jrnl *j = s->j;
 	struct jrnl_replay_info *info = s->info;
 	struct zm_zone *z = &j->m->zones[s->r.zone];
+	struct zm_zone *mz = j->mirror ? &j->m->zones[s->mr.zone] : NULL;
 	uint64_t tail = ZF_ROUND_UP(s->good_end, j->bs);
+	uint64_t cap = mz ? ZF_MIN(z->cap, mz->cap) : z->cap;
 
-	info->clean = s->last_unmount && s->r.pos &&
-		      tail + j->bs <= z->start + z->cap &&
-		      (z->type == ZDEV_ZONE_CONV || tail == z->wp);
+	info->clean = s->last_unmount && s->r.pos && jrnl_tail_ok(j, z, tail, cap);
+	if (info->clean && mz)
+		info->clean = !s->one_copy && !s->mpend && s->r.ok && s->mr.ok &&
+			      jrnl_tail_ok(j, mz, mz->start + (tail - z->start), cap);
 	j->wpos = info->clean ? tail : 0;
-	if (info->clean)
-		z->wp = tail;
+	if (!info->clean)
+		return;
+	z->wp = tail;
+	if (mz)
+		mz->wp = mz->start + (tail - z->start);
 }
 
 /*
  * Replay the chain named by @a into j->m. Stops at the first record that
- * does not hold; fails only when the snapshot is incomplete or a record
- * that holds does not apply.
+ * does not hold (in both copies, with a mirror); fails only when the
+ * snapshot is incomplete or a record that holds does not apply.
  */
 static int jrnl_replay(struct jrnl *j, const struct zf_anchor *a, bool salvage,
 		       struct jrnl_replay_info *info, char *err, size_t errlen)
@@ -838,6 +1136,7 @@ static int jrnl_replay(struct jrnl *j, const struct zf_anchor *a, bool salvage,
 	struct jrnl_replayer s = {
 		.j = j,
 		.r = { .j = j },
+		.mr = { .j = j },
 		.info = info,
 		.salvage = salvage,
 		.gen = le32toh(a->chain_gen),
@@ -850,19 +1149,24 @@ static int jrnl_replay(struct jrnl *j, const struct zf_anchor *a, bool salvage,
 	int ret;
 
 	r->buf = zdev_buf_alloc(j->dev, (size_t)JRNL_READ_CHUNK * 2);
-	if (!r->buf)
-		return -ENOMEM;
-	ret = jrnl_rd_zone(r, le32toh(a->chain_zone), 0, ZF_NO_ZONE, s.expect,
-			   s.gen, s.why, sizeof(s.why));
+	if (j->mirror)
+		s.mr.buf = zdev_buf_alloc(j->dev, (size_t)JRNL_READ_CHUNK * 2);
+	if (!r->buf || (j->mirror && !s.mr.buf)) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	ret = jrnl_rd_zones(&s, le32toh(a->chain_zone),
+			    j->mirror ? le32toh(a->mirror_zone) : ZF_NO_ZONE,
+			    0, ZF_NO_ZONE);
 	if (ret)
 		goto out_snap;
 	s.good_end = r->pos;
-	ret = jrnl_chain_push(j, r->zone);
+	ret = jrnl_chain_push(j, r->zone, j->mirror ? s.mr.zone : ZF_NO_ZONE);
 	if (ret)
 		goto out_free;
 
 	for (;;) {
-		ret = jrnl_rd_rec(&s, &h, &p);
+		ret = jrnl_next_rec(&s, &h, &p);
 		if (ret == -EIO && !s.in_snap) {
 			/*
 			 * An unreadable block in the log: what it held, and
@@ -888,7 +1192,8 @@ static int jrnl_replay(struct jrnl *j, const struct zf_anchor *a, bool salvage,
 				goto out_bad;
 			if (!ret)
 				break;
-			ret = jrnl_chain_push(j, r->zone);
+			ret = jrnl_chain_push(j, r->zone,
+					      j->mirror ? s.mr.zone : ZF_NO_ZONE);
 			if (ret)
 				goto out_free;
 			s.good_end = r->pos;
@@ -912,7 +1217,7 @@ static int jrnl_replay(struct jrnl *j, const struct zf_anchor *a, bool salvage,
 	j->snap_seq = le64toh(a->snap_seq);
 	j->snap_bytes = info->snap_bytes;
 	j->log_bytes = jrnl_replay_log_room(j, s.good_end);
-	j->need_roll = !info->clean || j->sz_switches;
+	j->need_roll = !info->clean || j->sz_switches || info->copy_damaged;
 	ret = 0;
 	goto out_free;
 
@@ -920,7 +1225,7 @@ out_snap:
 	zutil_err(err, errlen,
 		  "%s: the metadata snapshot in zone %u is incomplete (%s); the file system cannot be mounted",
 		  zdev_path(j->dev), le32toh(a->chain_zone), s.why);
-	ret = -EUCLEAN;
+	ret = ret == -ENOMEM ? ret : -EUCLEAN;
 	goto out_free;
 out_bad:
 	zutil_err(err, errlen,
@@ -941,6 +1246,7 @@ out_io:
 		ret = -EUCLEAN;
 out_free:
 	free(r->buf);
+	free(s.mr.buf);
 	return ret;
 }
 
@@ -965,6 +1271,8 @@ int jrnl_open(struct zdev *dev, unsigned int flags, struct zmeta *m,
 	ret = jrnl_read_super(dev, &j->sb, err, errlen);
 	if (ret)
 		goto out_free;
+	j->mirror = le64toh(j->sb.feat_incompat) & ZF_FEATURE_INCOMPAT_MIRROR;
+	info->mirrored = j->mirror;
 	ret = jrnl_find_anchor(j, &a, info, err, errlen);
 	if (ret)
 		goto out_free;

@@ -73,7 +73,7 @@ int zfs_mkfs(const char *path, const struct zfs_mkfs_opts *o,
 	struct zf_super sb;
 	struct zdev *dev;
 	struct zmeta m;
-	uint32_t i, usable = 0;
+	uint32_t i, usable = 0, copies;
 	uint64_t cap = 0, ucap = 0;
 	char e2[256];
 	int ret;
@@ -83,7 +83,15 @@ int zfs_mkfs(const char *path, const struct zfs_mkfs_opts *o,
 	if (ret)
 		return ret;
 	g = zdev_geom(dev);
-	ret = alloc_check_limits(dev, err, errlen);
+	if (o->copies > 2) {
+		zutil_err(err, errlen,
+			  "--metadata-copies %u: zonefuse keeps 1 or 2 copies of the metadata",
+			  o->copies);
+		ret = -EINVAL;
+		goto out_close;
+	}
+	copies = o->copies ? o->copies : 1;
+	ret = alloc_check_limits(dev, copies, err, errlen);
 	if (ret)
 		goto out_close;
 	ret = jrnl_read_super(dev, &sb, e2, sizeof(e2));
@@ -117,12 +125,12 @@ int zfs_mkfs(const char *path, const struct zfs_mkfs_opts *o,
 				   ZF_MAX(ZFS_MIN_RESERVE, ZF_DIV_ROUND_UP(usable, 100)) :
 				   ZF_MAX(ZFS_MIN_RESERVE,
 					  ZF_DIV_ROUND_UP(usable * (uint32_t)o->reserve_pct, 100));
-	if (usable < ZFS_MIN_ZONES || usable < jp.reserve_zones + 5) {
+	if (usable < ZFS_MIN_ZONES || usable < jp.reserve_zones + 4 + copies) {
 		zutil_err(err, errlen,
-			  "%s: too small: %u usable zones of at least 1 MiB capacity, zonefuse needs %u (2 superblock zones, the journal, %u reserved, data)",
+			  "%s: too small: %u usable zones of at least 1 MiB capacity, zonefuse needs %u (2 superblock zones, the journal's %u, %u reserved, data)",
 			  path, usable,
-			  ZF_MAX(ZFS_MIN_ZONES, jp.reserve_zones + 5),
-			  jp.reserve_zones);
+			  ZF_MAX(ZFS_MIN_ZONES, jp.reserve_zones + 4 + copies),
+			  copies, jp.reserve_zones);
 		ret = -ENOSPC;
 		goto out_close;
 	}
@@ -139,6 +147,7 @@ int zfs_mkfs(const char *path, const struct zfs_mkfs_opts *o,
 		goto out_meta;
 	}
 	jp.label = o->label;
+	jp.mirror = copies == 2;
 	jp.time = zutil_now_real_ns();
 	ret = jrnl_mkfs(dev, &jp, &m, &sb, err, errlen);
 	if (ret)
@@ -157,8 +166,10 @@ int zfs_mkfs(const char *path, const struct zfs_mkfs_opts *o,
 		info->zone_size = g->zone_size;
 		info->zone_capacity = cap;
 		info->reserve_zones = jp.reserve_zones;
-		/* Less the super zones, the journal's zone and the reserve. */
-		info->usable_bytes = ucap - (uint64_t)(3 + jp.reserve_zones) * cap;
+		/* Less the super zones, the journal's zones and the reserve. */
+		info->usable_bytes =
+			ucap - (uint64_t)(2 + copies + jp.reserve_zones) * cap;
+		info->copies = copies;
 		info->super_zone[0] = le32toh(sb.super_zone[0]);
 		info->super_zone[1] = le32toh(sb.super_zone[1]);
 		memcpy(info->uuid, sb.uuid, sizeof(info->uuid));

@@ -207,6 +207,8 @@ struct zfs {
 	uint32_t max_active;	/* the device's active limit, 0: none */
 	uint32_t nr_open;	/* zones counted open (acct.open) */
 	uint32_t max_open;	/* the device's open limit, 0: none */
+	uint32_t jrnl_slots;	/* active slots the journal's chain keeps: 2
+				   with its mirror, else 1 (set at mount) */
 	bool super_slot;	/* the live super zone keeps an active slot
 				   for good (enough slots); else it takes one
 				   only while an anchor is written */
@@ -464,10 +466,12 @@ struct alloc_try {
 int alloc_init(struct zfs *fs);
 void alloc_destroy(struct zfs *fs);
 /*
- * Can zonefuse work within @g's limits? 0, or -ENOTSUP with the limit and
- * the minimum in @err (mkfs and mount refuse such a device).
+ * Can zonefuse work within @dev's limits with @copies (1 or 2) copies of
+ * the journal's chain? 0, or -ENOTSUP with the limit and the minimum in
+ * @err (mkfs and mount refuse such a device).
  */
-int alloc_check_limits(struct zdev *dev, char *err, size_t errlen);
+int alloc_check_limits(struct zdev *dev, unsigned int copies, char *err,
+		       size_t errlen);
 /*
  * Write @len bytes (aligned) from @buf through @head, into its zone (or
  * one it takes, alloc.c says how): *@done bytes went at *@addr; a write

@@ -263,6 +263,12 @@ static int zfs_mount_check(struct zfs *fs, const char *path, char *err,
 						 "a valid anchor named the metadata",
 			  fs->rdonly ? ": run `zonefuse fsck --repair` to rewrite the super zone" :
 				       ", and the super zones are written anew now");
+	if (info->copy_damaged)
+		zlog_warn("%s: %s is damaged (%u block%s of one copy); the other copy served%s",
+			  path, info->copy_bad, info->copy_bad_count,
+			  info->copy_bad_count > 1 ? "s" : "",
+			  fs->rdonly ? ": run `zonefuse fsck --repair` to write both anew" :
+				       ", and both copies are written anew now");
 	if (info->damaged && info->damaged_seq)
 		zlog_err("%s: the metadata journal is damaged: replay stopped at %s, but valid records up to seq %" PRIu64 " follow; the changes they hold are not in what was replayed",
 			 path, info->stop, info->damaged_seq);
@@ -365,7 +371,7 @@ int zfs_mount(const char *path, const struct zfs_opts *opts,
 			&fs->dev, err, errlen);
 	if (ret)
 		goto out_free;
-	ret = fs->rdonly ? 0 : alloc_check_limits(fs->dev, err, errlen);
+	ret = fs->rdonly ? 0 : alloc_check_limits(fs->dev, 1, err, errlen);
 	if (ret)
 		goto out_close;
 	fs->bs = zdev_geom(fs->dev)->block_size;
@@ -375,6 +381,11 @@ int zfs_mount(const char *path, const struct zfs_opts *opts,
 			&fs->m, &fs->j, &fs->sb, &info, err, errlen);
 	if (ret)
 		goto out_close;
+	if (!fs->rdonly && info.mirrored) {
+		ret = alloc_check_limits(fs->dev, 2, err, errlen);
+		if (ret)
+			goto out_jrnl;
+	}
 	jrnl_set_cb(fs->j, &space_jrnl_cb, fs);
 	fs->replay = info;
 	fs->base_host_bytes = fs->m.counters.host_bytes;

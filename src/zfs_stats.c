@@ -101,7 +101,7 @@ int zfs_get_stats(struct zfs *fs, struct zfs_stats *s)
 	 * Slots held: the data zones counted active, the journal's chain's,
 	 * and the super zone's while it keeps one (or writes an anchor).
 	 */
-	s->active_zones = fs->nr_active + !fs->rdonly +
+	s->active_zones = fs->nr_active + (fs->rdonly ? 0 : fs->jrnl_slots) +
 			  (!fs->rdonly && (fs->super_slot || fs->super_busy));
 	zlock_unmutex(&fs->alloc_lock);
 	s->host_bytes_written = fs->base_host_bytes + fs->host_bytes;
@@ -130,7 +130,9 @@ int zfs_get_stats(struct zfs *fs, struct zfs_stats *s)
 	s->super_zone[0] = js.super_zone[0];
 	s->super_zone[1] = js.super_zone[1];
 	s->nr_chain = ZF_MAX(js.chain_zones,
-			     jrnl_chain(fs->j, s->chain, ZFS_STATS_CHAIN));
+			     jrnl_chain(fs->j, 0, s->chain, ZFS_STATS_CHAIN));
+	s->metadata_copies =
+		jrnl_chain(fs->j, 1, s->mirror_chain, ZFS_STATS_CHAIN) ? 2 : 1;
 	s->read_only = fs->rdonly || fs->error;
 	s->error = fs->error;
 	return 0;
@@ -139,14 +141,20 @@ int zfs_get_stats(struct zfs *fs, struct zfs_stats *s)
 int zfs_stats_json(const struct zfs_stats *s, char *buf, size_t size)
 {
 	char wa[32], chain[ZFS_STATS_CHAIN * 12 + 8];
-	size_t cl = 0;
+	char mchain[ZFS_STATS_CHAIN * 12 + 8];
+	size_t cl = 0, ml = 0;
 	uint32_t i;
 	int n;
 
-	for (i = 0; i < ZF_MIN(s->nr_chain, ZFS_STATS_CHAIN); i++)
+	chain[0] = mchain[0] = '\0';
+	for (i = 0; i < ZF_MIN(s->nr_chain, ZFS_STATS_CHAIN); i++) {
 		cl += (size_t)snprintf(chain + cl, sizeof(chain) - cl, "%s%u",
 				       i ? ", " : "", s->chain[i]);
-	chain[cl] = '\0';
+		if (s->metadata_copies > 1)
+			ml += (size_t)snprintf(mchain + ml, sizeof(mchain) - ml,
+					       "%s%u", i ? ", " : "",
+					       s->mirror_chain[i]);
+	}
 
 	if (s->write_amplification < 0)
 		snprintf(wa, sizeof(wa), "null");
@@ -175,6 +183,7 @@ int zfs_stats_json(const struct zfs_stats *s, char *buf, size_t size)
 		     ", \"max_open\": %u, \"max_active\": %u"
 		     ", \"super_zones\": [%u, %u], \"chain_zones\": [%s]"
 		     ", \"chain_length\": %u"
+		     ", \"metadata_copies\": %u, \"mirror_zones\": [%s]"
 		     ", \"read_only\": %s}",
 		     s->capacity_bytes, s->used_bytes, s->free_bytes,
 		     s->reclaimable_bytes, s->files, s->directories,
@@ -189,7 +198,7 @@ int zfs_stats_json(const struct zfs_stats *s, char *buf, size_t size)
 		     s->meta_resets_max, s->open_zones,
 		     s->active_zones, s->max_open, s->max_active,
 		     s->super_zone[0], s->super_zone[1], chain, s->nr_chain,
-		     s->read_only ? "true" : "false");
+		     s->metadata_copies, mchain, s->read_only ? "true" : "false");
 	if (n < 0 || (size_t)n >= size)
 		return -ERANGE;
 	return n;

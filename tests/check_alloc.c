@@ -620,7 +620,7 @@ START_TEST(test_wear_rolls_journal)
 	fs = tu_mount(tu_img, false);
 	TU_OK(tu_write(fs, "/f", 0, 12345, 7));
 	TU_OK(zfs_sync(fs));
-	n = jrnl_chain(fs->j, chain, 8);
+	n = jrnl_chain(fs->j, 0, chain, 8);
 	ck_assert_uint_ge(n, 1);
 	old = chain[0];
 	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
@@ -631,7 +631,7 @@ START_TEST(test_wear_rolls_journal)
 	zlock_unmutex(&fs->alloc_lock);
 	fs->host_bytes = 1000 * ZONE;
 	ck_assert_int_eq(gc_wear(fs), 1);
-	n = jrnl_chain(fs->j, chain, 8);
+	n = jrnl_chain(fs->j, 0, chain, 8);
 	for (i = 0; i < n; i++)
 		ck_assert_uint_ne(chain[i], old);
 	ck_assert_uint_gt(fs->wear_bytes, 0);

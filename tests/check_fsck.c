@@ -404,6 +404,10 @@ START_TEST(test_extent_above_wp)
 	TU_OK(tu_write(fs, "/ghost", 0, 4096, 5));
 	TU_OK(zfs_sync(fs));
 	ino = tu_ino(fs, "/ghost");
+	/* The last zone never written (the mirror chain starts at the end). */
+	while (zone && (fs->m.zones[zone].state != ZM_ZONE_FREE ||
+			fs->m.zones[zone].wp != fs->m.zones[zone].start))
+		zone--;
 	ck_assert_uint_eq(fs->m.zones[zone].state, ZM_ZONE_FREE);
 	ck_assert_uint_eq(fs->m.zones[zone].wp, fs->m.zones[zone].start);
 	log_extent(fs, (uint64_t)ino, 8192, fs->m.zones[zone].start, 8192,
@@ -829,12 +833,13 @@ struct span {
 	uint64_t start, end;
 };
 
-static uint32_t chain_spans(struct span *sp, uint32_t max)
+/* The written part of each zone of copy @copy of the chain. */
+static uint32_t chain_spans(unsigned int copy, struct span *sp, uint32_t max)
 {
 	struct zfs *fs = tu_mount(tu_img, true);
 	uint32_t zones[64], n, i;
 
-	n = jrnl_chain(fs->j, zones, ZF_MIN(max, 64u));
+	n = jrnl_chain(fs->j, copy, zones, ZF_MIN(max, 64u));
 	for (i = 0; i < n; i++) {
 		sp[i].start = fs->m.zones[zones[i]].start;
 		sp[i].end = fs->m.zones[zones[i]].wp;
@@ -843,27 +848,83 @@ static uint32_t chain_spans(struct span *sp, uint32_t max)
 	return n;
 }
 
-START_TEST(test_journal_junk)
+static void junk_spans(const struct span *sp, uint32_t n, char *junk)
 {
-	struct zfs *fs = tu_mount(tu_img, false);
-	struct span sp[8];
-	uint32_t s0, s1, n, i;
-	char *junk;
+	uint32_t i;
 
-	populate(fs);
-	s0 = le32toh(fs->sb.super_zone[0]);
-	s1 = le32toh(fs->sb.super_zone[1]);
-	tu_unmount(fs);
-	n = chain_spans(sp, ZF_ARRAY_SIZE(sp));
-	ck_assert_uint_ge(n, 1);
-	junk = malloc(TU_MIB);
-	ck_assert_ptr_nonnull(junk);
-
-	/* Junk over the chain's zone header and snapshot: unmountable. */
 	for (i = 0; i < n; i++) {
 		tu_random(junk, TU_MIB, i);
 		tu_image_write(tu_img, sp[i].start, junk, sp[i].end - sp[i].start);
 	}
+}
+
+START_TEST(test_journal_junk)
+{
+	struct zemu_params p = {
+		.size = NZONES * TU_MIB,
+		.zone_size = TU_MIB,
+		.block_size = 4096,
+	};
+	struct zfs *fs;
+	struct span sp[8], msp[8];
+	uint32_t s0, s1, n, mn;
+	char *junk, *want, *got;
+	struct run r;
+
+	unlink(tu_img);
+	tu_mkfs_image_copies(tu_img, &p, 2);
+	fs = tu_mount(tu_img, false);
+	populate(fs);
+	s0 = le32toh(fs->sb.super_zone[0]);
+	s1 = le32toh(fs->sb.super_zone[1]);
+	want = tu_digest(fs);
+	tu_unmount(fs);
+	n = chain_spans(0, sp, ZF_ARRAY_SIZE(sp));
+	mn = chain_spans(1, msp, ZF_ARRAY_SIZE(msp));
+	ck_assert_uint_ge(n, 1);
+	ck_assert_uint_eq(mn, n);
+	junk = malloc(TU_MIB);
+	ck_assert_ptr_nonnull(junk);
+
+	/*
+	 * Junk over the primary copy's zone headers and snapshot: the mirror
+	 * serves, fsck reports the copy, --repair writes both anew.
+	 */
+	junk_spans(sp, n, junk);
+	fsck(false, &r);
+	ck_assert_int_eq(r.ret, ZFS_FSCK_UNFIXED);
+	ck_assert_uint_ge(r.res.copies_bad, 1);
+	ck_assert_msg(said_count(&r.said, "the primary copy of the metadata chain"),
+		      "fsck did not name the damaged copy");
+	fsck(true, &r);
+	ck_assert_int_eq(r.ret, ZFS_FSCK_FIXED);
+	fsck(false, &r);
+	ck_assert_int_eq(r.ret, ZFS_FSCK_OK);
+	fs = tu_mount(tu_img, true);
+	got = tu_digest(fs);
+	ck_assert_str_eq(got, want);
+	free(got);
+	tu_unmount(fs);
+
+	/* The same over the mirror's: a writable mount heals it. */
+	n = chain_spans(0, sp, ZF_ARRAY_SIZE(sp));
+	mn = chain_spans(1, msp, ZF_ARRAY_SIZE(msp));
+	junk_spans(msp, mn, junk);
+	fs = tu_mount(tu_img, false);
+	ck_assert(fs->replay.copy_damaged);
+	got = tu_digest(fs);
+	ck_assert_str_eq(got, want);
+	free(got);
+	tu_unmount(fs);
+	fsck(false, &r);
+	ck_assert_int_eq(r.ret, ZFS_FSCK_OK);
+	free(want);
+
+	/* Junk over both copies: unmountable. */
+	n = chain_spans(0, sp, ZF_ARRAY_SIZE(sp));
+	mn = chain_spans(1, msp, ZF_ARRAY_SIZE(msp));
+	junk_spans(sp, n, junk);
+	junk_spans(msp, mn, junk);
 	refused(-EUCLEAN, "snapshot", ZFS_FSCK_UNFIXED);
 
 	/* Junk over the anchors of both super zones (superblocks intact). */
@@ -1032,7 +1093,7 @@ START_TEST(test_fuzz_records)
 	TU_OK(tu_unlink(fs, "/l"));
 	TU_OK(zfs_sync(fs));
 	zfs_crash(fs);
-	nsp = chain_spans(sp, ZF_ARRAY_SIZE(sp));
+	nsp = chain_spans(0, sp, ZF_ARRAY_SIZE(sp));
 	n = find_records(sp, nsp, recs, 4096);
 	ck_assert_uint_ge(n, 10);
 	tu_path(base, sizeof(base), tu_dir, "base.img");

@@ -29,6 +29,7 @@
 #include "testutil.h"
 #include "zfs_i.h"
 #include "zonefuse/util.h"
+#include "zonefuse/zemu.h"
 
 
 /* 1 MiB zones, the smallest mkfs takes: snapshots soon need several. */
@@ -48,6 +49,25 @@ static void mkfs(uint32_t zones)
 	struct zemu_params p = geom(zones);
 
 	tu_mkfs_image(tu_img, &p);
+}
+
+/*
+ * One copy of the chain: the rules for telling damage from a torn tail,
+ * which a mirrored chain applies when both copies fail (test_mirror).
+ */
+static void mkfs1(uint32_t zones)
+{
+	struct zemu_params p = geom(zones);
+
+	tu_mkfs_image_copies(tu_img, &p, 1);
+}
+
+/* Two copies: the chain and its mirror. */
+static void mkfs2(uint32_t zones)
+{
+	struct zemu_params p = geom(zones);
+
+	tu_mkfs_image_copies(tu_img, &p, 2);
 }
 
 /* The journal's tail: the chain's last zone and its write pointer. */
@@ -267,7 +287,7 @@ START_TEST(test_torn_garbage)
 	uint32_t z1, z2, i, kept = 0;
 	struct zfs *fs;
 
-	mkfs(48);
+	mkfs1(48);
 	fs = tu_mount(tu_img, false);
 	changes_a(fs);
 	TU_OK(zfs_sync(fs));
@@ -367,7 +387,7 @@ START_TEST(test_corrupt_middle)
 	uint32_t z1, z2, z3;
 	struct zfs *fs;
 
-	mkfs(48);
+	mkfs1(48);
 	fs = tu_mount(tu_img, false);
 	changes_a(fs);
 	TU_OK(zfs_sync(fs));
@@ -418,6 +438,168 @@ START_TEST(test_corrupt_middle)
 	repair_gives(tu_img, d);
 	free(d);
 	free(da);
+}
+END_TEST
+
+/* ---- the mirror chain ------------------------------------------------------- */
+
+/* The chain's last zone and its mirror's, and how far apart they are. */
+static int64_t mirror_delta(struct zfs *fs)
+{
+	uint32_t z[64], m[64], n;
+
+	n = jrnl_chain(fs->j, 0, z, 64);
+	ck_assert_uint_eq(jrnl_chain(fs->j, 1, m, 64), n);
+	ck_assert_uint_ge(n, 1);
+	return (int64_t)fs->m.zones[m[n - 1]].start -
+	       (int64_t)fs->m.zones[z[n - 1]].start;
+}
+
+static void media_error(uint64_t off)
+{
+	struct zdev *dev;
+	char err[256];
+
+	TU_OK(zdev_open(tu_img, ZDEV_EXCL, &dev, err, sizeof(err)));
+	TU_OK(zemu_set_bad(dev, off, 4096));
+	zdev_close(dev);
+}
+
+/*
+ * The mount reads the whole file system back, read-write, and says a
+ * copy was bad; once it has written the chain anew, nothing is left.
+ */
+static void healed(const char *want, const char *what)
+{
+	struct zfs *fs = tu_mount(tu_img, false);
+	char *d;
+
+	ck_assert_msg(fs->replay.copy_damaged && !fs->replay.damaged,
+		      "%s: copy damage %d, damage %d (%s)", what,
+		      fs->replay.copy_damaged, fs->replay.damaged,
+		      fs->replay.stop);
+	d = tu_digest(fs);
+	digest_eq(d, want, what);
+	free(d);
+	tu_unmount(fs);
+	fs = tu_mount(tu_img, true);
+	ck_assert_msg(!fs->replay.copy_damaged && fs->replay.clean,
+		      "%s: still damaged after a writable mount", what);
+	tu_unmount(fs);
+	fsck_ok(tu_img);
+}
+
+/*
+ * Any one damaged block of the chain (a record in the middle of the log,
+ * the last commit, a zone header, the snapshot; bad bytes or a media
+ * error; in either copy) is read from the other copy: the mount succeeds
+ * read-write with every commit, says which copy was bad, and rewrites
+ * it. The same block damaged in both copies is damage of the log, as with
+ * one copy. A crash between the two copies' writes is not damage.
+ */
+START_TEST(test_mirror)
+{
+	char save[PATH_MAX + 8], *want;
+	uint64_t wp1, wp2, wp3;
+	uint32_t z1, z2, z3;
+	struct zfs_fsck_result res;
+	char err[512];
+	int64_t md;
+	struct zfs *fs;
+
+	mkfs2(48);
+	fs = tu_mount(tu_img, false);
+	changes_a(fs);
+	TU_OK(zfs_sync(fs));
+	jtail(fs, &z1, &wp1);
+	changes_b(fs);
+	TU_OK(zfs_sync(fs));
+	jtail(fs, &z2, &wp2);
+	changes_c(fs);
+	TU_OK(zfs_sync(fs));
+	jtail(fs, &z3, &wp3);
+	ck_assert(z1 == z2 && z2 == z3);
+	md = mirror_delta(fs);
+	want = tu_digest(fs);
+	zfs_crash(fs);
+	snprintf(save, sizeof(save), "%s.save", tu_img);
+	tu_copy_file(tu_img, save);
+
+	/* A record in the middle of the log, then the last commit. */
+	tu_image_flip(tu_img, wp1 + sizeof(struct zf_rec_hdr) + 3);
+	healed(want, "primary, middle of the log");
+	tu_copy_file(save, tu_img);
+	tu_image_flip(tu_img, (uint64_t)((int64_t)wp1 + md) + 30);
+	healed(want, "mirror, middle of the log");
+	tu_copy_file(save, tu_img);
+	tu_image_flip(tu_img, wp3 - 4096 + 20);
+	healed(want, "primary, last block");
+	tu_copy_file(save, tu_img);
+	media_error(wp2);
+	healed(want, "primary, a media error");
+	tu_copy_file(save, tu_img);
+	media_error((uint64_t)((int64_t)wp2 + md));
+	healed(want, "mirror, a media error");
+	/* The zone's header, and the snapshot after it. */
+	tu_copy_file(save, tu_img);
+	tu_image_flip(tu_img, (uint64_t)z3 * TU_MIB + 8);
+	healed(want, "primary, zone header");
+	tu_copy_file(save, tu_img);
+	tu_image_flip(tu_img, (uint64_t)((int64_t)z3 * TU_MIB + md) + 8);
+	healed(want, "mirror, zone header");
+	tu_copy_file(save, tu_img);
+	tu_image_flip(tu_img, (uint64_t)z3 * TU_MIB + 4096 + 100);
+	healed(want, "primary, snapshot");
+
+	/* fsck reports one bad copy (exit 4) and --repair rewrites it. */
+	tu_copy_file(save, tu_img);
+	media_error(wp1);
+	ck_assert_int_eq(zfs_fsck(tu_img, 0, NULL, NULL, &res, err, sizeof(err)),
+			 ZFS_FSCK_UNFIXED);
+	ck_assert_uint_eq(res.copies_bad, 1);
+	ck_assert_int_eq(zfs_fsck(tu_img, ZFS_FSCK_REPAIR, NULL, NULL, &res, err,
+				  sizeof(err)),
+			 ZFS_FSCK_FIXED);
+	fsck_ok(tu_img);
+
+	/* The same record bad in both copies: damage, refused. */
+	tu_copy_file(save, tu_img);
+	tu_image_flip(tu_img, wp1 + sizeof(struct zf_rec_hdr) + 3);
+	tu_image_flip(tu_img, (uint64_t)((int64_t)wp1 + md) +
+				      sizeof(struct zf_rec_hdr) + 3);
+	fs = tu_mount(tu_img, true);
+	ck_assert(fs->replay.damaged);
+	ck_assert_int_eq(tu_ino(fs, "/c"), -ENOENT);
+	tu_unmount(fs);
+	fsck_damaged(tu_img);
+	tu_mount_refused(tu_img);
+
+	/*
+	 * A crash between the copies: the last commit reached the primary
+	 * only (or the mirror only). Not damage: the log ends where one
+	 * copy does, or goes on in the other; nothing is reported.
+	 */
+	tu_copy_file(save, tu_img);
+	tu_image_set_wp(tu_img, (uint32_t)((int64_t)z3 + md / (int64_t)TU_MIB),
+			(uint64_t)((int64_t)wp2 + md));
+	fs = tu_mount(tu_img, false);
+	ck_assert(!fs->replay.copy_damaged && !fs->replay.damaged);
+	tu_unmount(fs);
+	fsck_ok(tu_img);
+	tu_copy_file(save, tu_img);
+	tu_image_set_wp(tu_img, z3, wp2);
+	fs = tu_mount(tu_img, false);
+	ck_assert(!fs->replay.copy_damaged && !fs->replay.damaged);
+	{
+		char *d = tu_digest(fs);
+
+		digest_eq(d, want, "the last commit in the mirror only");
+		free(d);
+	}
+	tu_unmount(fs);
+	fsck_ok(tu_img);
+	unlink(save);
+	free(want);
 }
 END_TEST
 
@@ -572,7 +754,7 @@ START_TEST(test_roll_many)
 
 		TU_OK(zfs_get_stats(fs, &st));
 		jrnl_get_stats(fs->j, &js);
-		/* One chain zone at a time: nothing piles up. */
+		/* One chain zone (and its mirror) at a time: nothing piles up. */
 		ck_assert_uint_eq(js.chain_zones, 1);
 		ck_assert_uint_le(st.zones_meta, 1);
 		ck_assert_uint_eq(st.zones_super, 2);
@@ -1254,6 +1436,7 @@ static Suite *jrnl_suite(void)
 	add(s, "torn_garbage", test_torn_garbage, 60);
 	add(s, "corrupt_middle", test_corrupt_middle, 60);
 	add(s, "anchor_damaged_few_slots", test_anchor_damaged_few_slots, 60);
+	add(s, "mirror", test_mirror, 120);
 	add(s, "snapshot_multizone", test_snapshot_multizone, 120);
 	add(s, "roll_many", test_roll_many, 120);
 	add(s, "crash_points", test_crash_points, 120);

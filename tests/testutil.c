@@ -216,7 +216,17 @@ void tu_report1(struct zdev *dev, uint32_t zone, struct zdev_zone *z)
 
 void tu_mkfs_image(const char *path, const struct zemu_params *p)
 {
-	struct zfs_mkfs_opts o = { .label = "test", .reserve_pct = -1 };
+	tu_mkfs_image_copies(path, p, 0);
+}
+
+void tu_mkfs_image_copies(const char *path, const struct zemu_params *p,
+			  unsigned int copies)
+{
+	struct zfs_mkfs_opts o = {
+		.label = "test",
+		.reserve_pct = -1,
+		.copies = copies,
+	};
 	char err[512] = "";
 	int ret;
 

@@ -98,6 +98,9 @@ void tu_report1(struct zdev *dev, uint32_t zone, struct zdev_zone *z);
  * (zfs_mkfs, default reserve); asserts both worked.
  */
 void tu_mkfs_image(const char *path, const struct zemu_params *p);
+/* The same with @copies copies of the metadata chain (0: mkfs's default). */
+void tu_mkfs_image_copies(const char *path, const struct zemu_params *p,
+			  unsigned int copies);
 
 /* File offset of device byte 0 in the emulator image @path (its data_off). */
 uint64_t tu_image_data_off(const char *path);

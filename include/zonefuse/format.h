@@ -35,8 +35,17 @@
 #define ZF_FORMAT_VERSION 2u
 #define ZF_SB_UNIT 4096u /* bytes the superblock occupies in its zone */
 
-/* Feature masks: a mount refuses bits it does not know. None defined. */
-#define ZF_FEATURE_INCOMPAT_SUPP 0ull
+/*
+ * Feature masks: a mount refuses bits it does not know.
+ *
+ * MIRROR: the metadata chain has a second copy (the mirror chain), written
+ * in lockstep with it: the same bytes at the same offset of zones of its
+ * own, so that any one damaged or unreadable block of the chain is read
+ * from the other copy. Incompatible: a zonefuse that did not know it would
+ * write one copy and leave the mirror behind, stale.
+ */
+#define ZF_FEATURE_INCOMPAT_MIRROR (1ull << 0)
+#define ZF_FEATURE_INCOMPAT_SUPP ZF_FEATURE_INCOMPAT_MIRROR
 #define ZF_FEATURE_COMPAT_SUPP 0ull
 
 #define ZF_ROOT_INO 1ull
@@ -86,13 +95,20 @@ struct zf_anchor {
 	uint32_t chain_zone; /* 32: head zone of the chain */
 	uint32_t chain_gen;  /* 36: generation of that chain */
 	uint64_t snap_seq;   /* 40: record seq of the chain's SNAP_BEGIN */
-	uint8_t reserved[16]; /* 48 */
+	uint32_t mirror_zone; /* 48: head zone of the mirror chain
+				 (ZF_NO_ZONE without MIRROR) */
+	uint8_t reserved[12]; /* 52 */
 };
 _Static_assert(sizeof(struct zf_anchor) == 64, "zf_anchor size");
 
 #define ZF_MZONE_MAGIC 0x5a4d465au /* "ZFMZ" */
 
-/* Header of each metadata chain zone, at its start (one I/O unit). */
+/*
+ * Header of each metadata chain zone, at its start (one I/O unit). The
+ * two copies of a mirrored chain's zone differ here only in @copy and
+ * @peer_zone; @prev_zone is the primary chain's in both, so that the
+ * reader checks either copy against what the one NEXT record says.
+ */
 struct zf_mzone {
 	uint32_t magic;	    /* 0: ZF_MZONE_MAGIC */
 	uint32_t crc;	    /* 4 */
@@ -100,9 +116,10 @@ struct zf_mzone {
 	uint32_t chain_gen; /* 24 */
 	uint32_t index;	    /* 28: 0 for the head zone */
 	uint32_t prev_zone; /* 32: ZF_NO_ZONE for the head */
-	uint32_t reserved0; /* 36 */
+	uint32_t copy;	    /* 36: 0 the primary chain, 1 the mirror */
 	uint64_t first_seq; /* 40: seq of the first record in this zone */
-	uint8_t reserved[16]; /* 48 */
+	uint32_t peer_zone; /* 48: the other copy's zone (ZF_NO_ZONE: none) */
+	uint8_t reserved[12]; /* 52 */
 };
 _Static_assert(sizeof(struct zf_mzone) == 64, "zf_mzone size");
 
@@ -317,10 +334,13 @@ struct zf_rec_counters {
 };
 _Static_assert(sizeof(struct zf_rec_counters) == 32, "zf_rec_counters size");
 
-/* NEXT: the chain continues in @zone (whose header has index + 1). */
+/*
+ * NEXT: the chain continues in @zone (whose header has index + 1), its
+ * mirror in @mirror_zone (ZF_NO_ZONE without MIRROR).
+ */
 struct zf_rec_next {
-	uint32_t zone;	   /* 0 */
-	uint32_t reserved; /* 4 */
+	uint32_t zone;	      /* 0 */
+	uint32_t mirror_zone; /* 4 */
 };
 _Static_assert(sizeof(struct zf_rec_next) == 8, "zf_rec_next size");
 

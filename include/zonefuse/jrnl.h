@@ -98,6 +98,7 @@ struct jrnl_mkfs_params {
 	const char *label;
 	uint32_t reserve_zones;
 	int64_t time;
+	bool mirror; /* ZF_FEATURE_INCOMPAT_MIRROR: two copies of the chain */
 };
 
 /*
@@ -144,6 +145,15 @@ struct jrnl_replay_info {
 				 hold (super_bad says which); the other
 				 copy served */
 	char super_bad[80];
+	bool mirrored;	      /* the chain has a mirror copy */
+	bool copy_damaged;    /* a block of one copy of the chain did not
+				 hold (a bad header or record, zeros, a
+				 media error) where the other copy's did:
+				 replay read that one (copy_bad says where,
+				 first of copy_bad_count). A writable
+				 journal rolls at once, writing both anew */
+	uint32_t copy_bad_count;
+	char copy_bad[200];
 	char stop[200];	      /* why replay stopped where it did */
 };
 
@@ -211,11 +221,17 @@ struct jrnl_stats {
 	uint64_t snap_bytes, log_bytes;
 	uint32_t super_zone[2];
 	uint32_t cur_zone;
+	bool mirror; /* the chain has a mirror copy */
 };
 void jrnl_get_stats(struct jrnl *j, struct jrnl_stats *st);
 
-/* Zones of the current chain, in order; returns how many (<= @max). */
-uint32_t jrnl_chain(struct jrnl *j, uint32_t *zones, uint32_t max);
+/*
+ * Zones of the current chain (@copy 0) or of its mirror (@copy 1), in
+ * order; returns how many (<= @max): 0 for a mirror the file system does
+ * not have.
+ */
+uint32_t jrnl_chain(struct jrnl *j, unsigned int copy, uint32_t *zones,
+		    uint32_t max);
 
 /*
  * Close. If @clean and the journal is writable and healthy, append an

@@ -61,6 +61,12 @@ struct zfs_mkfs_opts {
 	int reserve_pct; /* share of zones kept free; < 0: the default */
 	bool force;	 /* overwrite an existing zonefuse file system */
 	bool wait_busy;	 /* see zfs_opts.wait_busy */
+	/*
+	 * Copies of the metadata chain: 2 (a mirror chain), 1, or 0 for the
+	 * default, 1 for now: with 2, the space check does not yet count the
+	 * room the second copy takes as the log grows (docs/format.md).
+	 */
+	unsigned int copies;
 	/* Called while zones are reset (done of total); may be NULL. */
 	void (*progress)(void *arg, uint32_t done, uint32_t total);
 	void *arg;
@@ -75,6 +81,7 @@ struct zfs_mkfs_info {
 	uint64_t zone_size, zone_capacity; /* capacity of the first seq zone */
 	uint64_t usable_bytes;
 	uint32_t super_zone[2];
+	uint32_t copies; /* of the metadata chain */
 	uint8_t uuid[16];
 };
 
@@ -82,7 +89,7 @@ struct zfs_mkfs_info {
  * Make a file system on @path: refuses one that already holds zonefuse
  * (-EEXIST, unless force), a device too small or with zones too small
  * (-ENOSPC), or whose zone limits are too tight (-ENOTSUP: one active
- * zone); resets every written zone, writes the superblocks, the root
+ * zone, or two with copies 2); -EINVAL for copies other than 0-2; resets every written zone, writes the superblocks, the root
  * directory and the first journal chain.
  */
 int zfs_mkfs(const char *path, const struct zfs_mkfs_opts *o,
@@ -342,6 +349,8 @@ struct zfs_stats {
 	uint32_t chain[ZFS_STATS_CHAIN]; /* the journal's zones, in order */
 	uint32_t nr_chain;		  /* all of them (chain[] has the
 					     first ZFS_STATS_CHAIN) */
+	uint32_t mirror_chain[ZFS_STATS_CHAIN]; /* their mirrors */
+	uint32_t metadata_copies;	  /* 2 with the mirror chain, else 1 */
 	bool read_only;
 	int error; /* the sticky error, 0 if healthy */
 };

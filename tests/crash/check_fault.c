@@ -38,8 +38,8 @@ enum fault_mode {
 	F_NONE,
 	F_LEARN,	  /* note the zones written */
 	F_WRITE_ONCE,	  /* fail the next write */
-	F_WRITE_ZONE,	  /* fail every write to zone */
-	F_WRITE_NOT_ZONE, /* fail every write but those to zone */
+	F_WRITE_ZONE,	  /* fail every write to the zones of mask */
+	F_WRITE_NOT_ZONE, /* fail every write but those to mask's zones */
 	F_WRITE_COUNT,	  /* fail the next "zone" writes */
 	F_FLUSH,	  /* fail every flush */
 };
@@ -47,6 +47,7 @@ enum fault_mode {
 static struct {
 	_Atomic int mode;
 	_Atomic uint32_t zone;
+	_Atomic uint64_t mask; /* F_WRITE_ZONE, F_WRITE_NOT_ZONE: zones */
 	_Atomic uint32_t fired;
 	_Atomic uint64_t seen; /* F_LEARN: zones written (first 64) */
 } fault;
@@ -63,8 +64,9 @@ static int fault_hook(void *arg, enum zdev_op op, uint32_t zone, uint64_t off,
 		fault.seen |= 1ull << zone;
 	if (op == ZDEV_OP_WRITE &&
 	    (mode == F_WRITE_ONCE || mode == F_WRITE_COUNT ||
-	     (mode == F_WRITE_ZONE && zone == fault.zone) ||
-	     (mode == F_WRITE_NOT_ZONE && zone != fault.zone))) {
+	     (mode == F_WRITE_ZONE && zone < 64 && (fault.mask >> zone & 1)) ||
+	     (mode == F_WRITE_NOT_ZONE &&
+	      (zone >= 64 || !(fault.mask >> zone & 1))))) {
 		if (mode == F_WRITE_ONCE ||
 		    (mode == F_WRITE_COUNT && fault.fired + 1 >= fault.zone))
 			fault.mode = F_NONE;
@@ -76,6 +78,15 @@ static int fault_hook(void *arg, enum zdev_op op, uint32_t zone, uint64_t off,
 		return -EIO;
 	}
 	return 0;
+}
+
+static void arm_mask(struct zfs *fs, int mode, uint64_t mask)
+{
+	fault.mask = mask;
+	fault.fired = 0;
+	fault.seen = 0;
+	fault.mode = mode;
+	zdev_set_fault(zfs_dev(fs), fault_hook, NULL);
 }
 
 static void arm(struct zfs *fs, int mode, uint32_t zone)
@@ -285,23 +296,35 @@ static struct zfs *setup_a(void)
 	return fs;
 }
 
-/* The journal's zone: the one a metadata-only commit writes. */
-static uint32_t journal_zone(struct zfs *fs)
+/*
+ * The journal's zones: the ones a metadata-only commit writes (the
+ * chain's last zone and its mirror's), as a mask.
+ */
+static uint64_t journal_zones(struct zfs *fs)
 {
 	uint64_t ino = ino_of(fs, "A");
-	uint32_t z;
+	uint64_t want = 0;
+	struct zfs_stats st;
+	uint32_t last;
 
+	ck_assert_int_eq(zfs_get_stats(fs, &st), 0);
+	ck_assert_uint_ge(st.nr_chain, 1);
+	ck_assert_uint_le(st.nr_chain, ZFS_STATS_CHAIN);
+	last = st.chain[st.nr_chain - 1];
+	if (last < 64)
+		want |= 1ull << last;
+	last = st.mirror_chain[st.nr_chain - 1];
+	if (st.metadata_copies > 1 && last < 64)
+		want |= 1ull << last;
 	arm(fs, F_LEARN, 0);
 	ck_assert_int_eq(zfs_setxattr(fs, &ctx, ino, "user.learn", "x", 1, 0),
 			 0);
 	ck_assert_int_eq(zfs_fsyncdir(fs, 1), 0);
 	disarm(fs);
-	ck_assert_msg(fault.seen && !(fault.seen & (fault.seen - 1)),
-		      "a metadata commit wrote to zones %#" PRIx64,
-		      (uint64_t)fault.seen);
-	for (z = 0; !(fault.seen & (1ull << z)); z++)
-		;
-	return z;
+	ck_assert_msg(fault.seen == want,
+		      "a metadata commit wrote to zones %#" PRIx64 ", not the journal's %#" PRIx64,
+		      (uint64_t)fault.seen, want);
+	return want;
 }
 
 static void setup(void)
@@ -361,9 +384,9 @@ END_TEST
 START_TEST(test_data_writes_fail)
 {
 	struct zfs *fs = setup_a();
-	uint32_t j = journal_zone(fs);
+	uint64_t j = journal_zones(fs);
 
-	arm(fs, F_WRITE_NOT_ZONE, j);
+	arm_mask(fs, F_WRITE_NOT_ZONE, j);
 	ck_assert_int_eq(put(fs, "B", 0, 3 * ZS / 2, 2), 0);
 	ck_assert_int_eq(sync_file(fs, "B"), -EIO);
 	ck_assert_uint_gt(fault.fired, 0);
@@ -431,9 +454,9 @@ END_TEST
 START_TEST(test_journal_write_fails)
 {
 	struct zfs *fs = setup_a();
-	uint32_t j = journal_zone(fs);
+	uint64_t j = journal_zones(fs);
 
-	arm(fs, F_WRITE_ZONE, j);
+	arm_mask(fs, F_WRITE_ZONE, j);
 	ck_assert_int_eq(put(fs, "A", 3 * ZS / 2, 4096, 9), 0);
 	ck_assert_int_eq(sync_file(fs, "A"), -EIO);
 	ck_assert_uint_gt(fault.fired, 0);
@@ -454,11 +477,11 @@ END_TEST
 START_TEST(test_journal_failure_erofs)
 {
 	struct zfs *fs = setup_a();
-	uint32_t j = journal_zone(fs);
+	uint64_t j = journal_zones(fs);
 	struct stat st;
 	int ret;
 
-	arm(fs, F_WRITE_ZONE, j);
+	arm_mask(fs, F_WRITE_ZONE, j);
 	ck_assert_int_eq(put(fs, "A", 3 * ZS / 2, 4096, 9), 0);
 	ck_assert_int_eq(sync_file(fs, "A"), -EIO);
 	disarm(fs);

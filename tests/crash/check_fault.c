@@ -92,10 +92,7 @@ static void arm_mask(struct zfs *fs, int mode, uint64_t mask)
 static void arm(struct zfs *fs, int mode, uint32_t zone)
 {
 	fault.zone = zone;
-	fault.fired = 0;
-	fault.seen = 0;
-	fault.mode = mode;
-	zdev_set_fault(zfs_dev(fs), fault_hook, NULL);
+	arm_mask(fs, mode, 0);
 }
 
 static void disarm(struct zfs *fs)

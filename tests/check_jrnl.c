@@ -374,6 +374,29 @@ START_TEST(test_torn_garbage)
 END_TEST
 
 /*
+ * Commits A, B and C, each synced, with the journal's tail after each;
+ * returns the digest after A (the caller frees it).
+ */
+static char *commits_abc(struct zfs *fs, uint32_t *z1, uint64_t *wp1,
+			 uint32_t *z2, uint64_t *wp2, uint32_t *z3,
+			 uint64_t *wp3)
+{
+	char *da;
+
+	changes_a(fs);
+	TU_OK(zfs_sync(fs));
+	da = tu_digest(fs);
+	jtail(fs, z1, wp1);
+	changes_b(fs);
+	TU_OK(zfs_sync(fs));
+	jtail(fs, z2, wp2);
+	changes_c(fs);
+	TU_OK(zfs_sync(fs));
+	jtail(fs, z3, wp3);
+	return da;
+}
+
+/*
  * One flipped byte in a record in the middle of the log: the records after
  * it are intact on the medium, but replay must not use them (their effect
  * may depend on the lost one). It stops there. A writable mount would
@@ -389,16 +412,7 @@ START_TEST(test_corrupt_middle)
 
 	mkfs1(48);
 	fs = tu_mount(tu_img, false);
-	changes_a(fs);
-	TU_OK(zfs_sync(fs));
-	da = tu_digest(fs);
-	jtail(fs, &z1, &wp1);
-	changes_b(fs);
-	TU_OK(zfs_sync(fs));
-	jtail(fs, &z2, &wp2);
-	changes_c(fs);
-	TU_OK(zfs_sync(fs));
-	jtail(fs, &z3, &wp3);
+	da = commits_abc(fs, &z1, &wp1, &z2, &wp2, &z3, &wp3);
 	last = jrnl_durable_seq(fs->j);
 	ck_assert(z1 == z2 && z2 == z3);
 	ck_assert(wp1 < wp2 && wp2 < wp3);
@@ -509,15 +523,7 @@ START_TEST(test_mirror)
 
 	mkfs2(48);
 	fs = tu_mount(tu_img, false);
-	changes_a(fs);
-	TU_OK(zfs_sync(fs));
-	jtail(fs, &z1, &wp1);
-	changes_b(fs);
-	TU_OK(zfs_sync(fs));
-	jtail(fs, &z2, &wp2);
-	changes_c(fs);
-	TU_OK(zfs_sync(fs));
-	jtail(fs, &z3, &wp3);
+	free(commits_abc(fs, &z1, &wp1, &z2, &wp2, &z3, &wp3));
 	ck_assert(z1 == z2 && z2 == z3);
 	md = mirror_delta(fs);
 	want = tu_digest(fs);

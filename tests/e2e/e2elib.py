@@ -91,7 +91,7 @@ def backtraces():
     """Where this test's daemons are: each thread's zonefuse frames (gdb)."""
     if not shutil.which("gdb") or not WORK:
         return
-    frame = re.compile(r"^(#\d+) +(?:0x[0-9a-f]+ in )?((?:zfs|jrnl|alloc|data|meta|gc|fs_ll|zdev|zemu|zbd)_\w+) \(.*\) at (.*)$")
+    frame = re.compile(r"^(#\d+) +(?:0x[0-9a-f]+ in )?((?:zfs|jrnl|alloc|data|meta|gc|fs_ll|fuse_ll|space|zlock|zdev|zemu|zbd|cli)_\w+) \(.*\) at (.*)$")
     for pid in daemon_pids(WORK + "/"):
         print(f"{NAME}: the threads of daemon {pid}, zonefuse frames only:", file=sys.stderr)
         try:
@@ -230,6 +230,7 @@ class Mount:
         t0 = time.time()
         while self.pids():
             if time.time() - t0 > limit:
+                backtraces()
                 raise AssertionError(f"the daemon of {self.img} did not exit within {limit} s")
             time.sleep(0.05)
         if self.proc:

@@ -505,10 +505,12 @@ def reader(m, deadline, stop, errors):
         stop.set()
 
 
-def log_errors(m):
-    """The daemon's error lines (its -f log)."""
+def log_errors(m, warnings=False):
+    """The daemon's error lines (its -f log); with warnings, its warning
+    lines too (a writer that waits long for space says so in one)."""
+    kinds = (": error: ", ": warning: ") if warnings else (": error: ",)
     with open(m.log.name, errors="replace") as f:
-        return [ln.rstrip() for ln in f if ": error: " in ln]
+        return [ln.rstrip() for ln in f if any(k in ln for k in kinds)]
 
 
 def run_seed(seed, seconds, device=None):
@@ -524,7 +526,7 @@ def run_seed(seed, seconds, device=None):
             ballast(m)
         rounds(seed, m, img, seconds)
     except AssertionError as x:
-        bad = log_errors(m)
+        bad = log_errors(m, warnings=True)
         if bad:
             raise AssertionError(f"{x}\nthe daemon's log:\n" + "\n".join(bad[:20])) from x
         raise

@@ -133,9 +133,12 @@ static uint32_t alloc_snap_zones(struct zfs *fs)
 /*
  * Free zones a taker must leave. The journal takes any: it is what makes
  * reclaim's moves and every reset durable. Reclaim leaves the journal its
- * next snapshot and one zone to grow into: when reclaim could take the
+ * next snapshot and the zones its chain may still take before that roll
+ * (jrnl_grow_zones(), at least one per copy): when reclaim could take the
  * last zones, the journal's next chain zone was refused and the file
- * system went read-only (stop 23's stress seed 930). Data leaves the
+ * system went read-only (stop 23's stress seed 930), and when data
+ * was admitted into zones the chain then took, that data found no zone.
+ * Data leaves the
  * reserve too (mkfs --reserve), which reclaim writes into while it empties
  * zones, and never takes from it: data that did, as a last resort, left
  * reclaim no zone to work in once every zone held live and dead data, and
@@ -143,7 +146,8 @@ static uint32_t alloc_snap_zones(struct zfs *fs)
  */
 uint32_t alloc_floor(struct zfs *fs, enum alloc_kind kind)
 {
-	uint32_t keep = alloc_snap_zones(fs) + fs->jrnl_slots;
+	uint32_t grow = fs->j ? jrnl_grow_zones(fs->j) : 0;
+	uint32_t keep = alloc_snap_zones(fs) + ZF_MAX(grow, fs->jrnl_slots);
 
 	ZLOCK_HELD(&fs->alloc_lock);
 

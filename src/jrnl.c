@@ -663,6 +663,42 @@ static uint64_t jrnl_roll_min(struct jrnl *j)
 	return ZF_MIN(JRNL_ROLL_MAX, (j->mirror ? 1 : 2) * cap);
 }
 
+/* The log's room (log_bytes) at which a commit rolls the journal. */
+static uint64_t jrnl_roll_at(struct jrnl *j)
+{
+	return ZF_MAX(jrnl_roll_min(j), 2 * j->snap_bytes);
+}
+
+/*
+ * Until the roll, a copy of the chain holds the snapshot and up to
+ * jrnl_roll_at() of log in zones that lose a block each to their header;
+ * one zone more for the commit that crosses that mark and for the room a
+ * batch that did not fit left at the end of a zone. The space check keeps
+ * these zones from data (alloc_floor()): a chain that took zones the check
+ * had counted for data left admitted data with no zone to go to (stress
+ * seed 2 with a mirror chain).
+ */
+void jrnl_set_grow(struct jrnl *j)
+{
+	uint64_t room;
+	uint32_t most, grow = 0;
+
+	if (j->chain_len) {
+		room = jrnl_tail_cap(j) - j->bs;
+		most = (uint32_t)ZF_MIN(ZF_DIV_ROUND_UP(j->snap_bytes + jrnl_roll_at(j),
+							room) + 1,
+					UINT32_MAX / 2);
+		if (most > j->chain_len)
+			grow = (most - j->chain_len) * (j->mirror ? 2 : 1);
+	}
+	atomic_store(&j->grow_zones, grow);
+}
+
+uint32_t jrnl_grow_zones(struct jrnl *j)
+{
+	return atomic_load(&j->grow_zones);
+}
+
 /*
  * One commit, as the committer: flush the data, write what is pending,
  * flush again; roll if the log has grown past the snapshot.
@@ -703,12 +739,12 @@ static int jrnl_commit_once(struct jrnl *j)
 	if (!j->need_roll && upto > j->durable_seq)
 		j->durable_seq = upto;
 	pthread_mutex_unlock(&j->lock);
-	if (j->need_roll ||
-	    j->log_bytes >= ZF_MAX(jrnl_roll_min(j), 2 * j->snap_bytes)) {
+	if (j->need_roll || j->log_bytes >= jrnl_roll_at(j)) {
 		ret = jrnl_do_roll(j);
 		if (!ret)
 			j->need_roll = false;
 	}
+	jrnl_set_grow(j);
 out:
 	/* Keep the larger buffer for the next batch. */
 	pthread_mutex_lock(&j->lock);
@@ -809,6 +845,7 @@ static int jrnl_roll_fn(struct jrnl *j)
 
 	if (!ret)
 		j->need_roll = false;
+	jrnl_set_grow(j);
 	return ret;
 }
 

@@ -64,6 +64,7 @@ struct jrnl {
 	uint64_t anchor_seq; /* last anchor written */
 
 	_Atomic uint64_t meta_bytes, commits, rolls;
+	_Atomic uint32_t grow_zones; /* jrnl_grow_zones(): jrnl_set_grow() */
 
 	const struct jrnl_cb *cb;
 	void *cb_arg;
@@ -106,6 +107,12 @@ int jrnl_chain_push(struct jrnl *j, uint32_t zone, uint32_t mzone);
  * of the device. 0, -ENOSPC, or the callback's errno.
  */
 int jrnl_alloc_zones(struct jrnl *j, uint32_t *zone, uint32_t *mzone);
+
+/*
+ * Work out again how many zones the chain may still take before its next
+ * roll (jrnl_grow_zones()), after the chain or the snapshot changed.
+ */
+void jrnl_set_grow(struct jrnl *j);
 
 /*
  * Write the header of chain zone @zone and of its mirror @mzone (index

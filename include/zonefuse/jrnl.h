@@ -207,6 +207,14 @@ int jrnl_commit(struct jrnl *j, uint64_t seq);
 /* Write a new snapshot chain now (tests, and to compact the log). */
 int jrnl_roll(struct jrnl *j);
 
+/*
+ * Zones the chain may still take, in all its copies, before a roll lets
+ * its old zones go (the new snapshot's zones not counted): space that is
+ * not the data's. Any thread, under any lock: it reads an atomic the
+ * committer sets.
+ */
+uint32_t jrnl_grow_zones(struct jrnl *j);
+
 uint64_t jrnl_last_seq(struct jrnl *j);
 uint64_t jrnl_durable_seq(struct jrnl *j);
 /* The sticky error (0 if none): once a metadata write failed. */

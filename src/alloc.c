@@ -605,8 +605,15 @@ static int alloc_take_zone(struct zfs *fs, enum alloc_kind kind,
 		for (i = 0; i < fs->m.nr_zones; i++) {
 			struct zm_zone *z = &fs->m.zones[i];
 
+			/*
+			 * A dead zone a head took back is not waiting for a
+			 * commit: it is freed when that head lets go, and a
+			 * writer told to wait for commits would wait for it
+			 * for ever.
+			 */
 			if (z->state == ZM_ZONE_DATA && !z->valid &&
-			    (z->flags & ZFS_ZF_RESETQ))
+			    (z->flags & ZFS_ZF_RESETQ) &&
+			    !(z->flags & ZFS_ZF_HEAD))
 				waiting++;
 			if (z->state != ZM_ZONE_FREE || z->cap < fs->bs)
 				continue;

@@ -27,7 +27,8 @@ static void mkfs_usage(FILE *f)
 		"                   (default 1%%, at least %u zones)\n"
 		"  --metadata-copies N\n"
 		"                   copies of the metadata journal, each in zones of its\n"
-		"                   own: 1 (the default) or 2 (needs 3 active zones)\n",
+		"                   own: 2 (the default; needs 3 active zones, else 1)\n"
+		"                   or 1\n",
 		ZFS_MIN_RESERVE);
 }
 
@@ -140,7 +141,7 @@ int cli_mkfs(int argc, char **argv)
 	       info.super_zone[1]);
 	printf("  metadata     %u cop%s of the journal%s\n", info.copies,
 	       info.copies > 1 ? "ies" : "y",
-	       info.copies > 1 ? "" : " (--metadata-copies 2 makes a mirror)");
+	       info.copies > 1 ? " (a mirror)" : " (no mirror)");
 	printf("  reserved     %u zones (kept free for reclaim and the journal)\n",
 	       info.reserve_zones);
 	printf("  usable       %s\n",

@@ -90,7 +90,15 @@ int zfs_mkfs(const char *path, const struct zfs_mkfs_opts *o,
 		ret = -EINVAL;
 		goto out_close;
 	}
-	copies = o->copies ? o->copies : 1;
+	/*
+	 * Two copies unless the device's limits leave no zone for data
+	 * beside them: one bad block of metadata then costs nothing.
+	 */
+	copies = o->copies ? o->copies :
+			     (g->max_active && g->max_active < 3) ||
+				     (g->max_open && g->max_open < 3) ?
+			     1 :
+			     2;
 	ret = alloc_check_limits(dev, copies, err, errlen);
 	if (ret)
 		goto out_close;

@@ -682,7 +682,11 @@ START_TEST(test_snapshot_multizone)
 	/* Replay of a log spanning zones, after a crash. */
 	fs = tu_mount(tu_img, true);
 	ck_assert_uint_ge(fs->replay.chain_zones, 2);
-	ck_assert_uint_ge(fs->replay.log_records, NFILES);
+	/*
+	 * A mirrored log rolls once it fills a zone: the records since the
+	 * last roll, after a snapshot of the files created before it.
+	 */
+	ck_assert_uint_ge(fs->replay.log_records, 1000);
 	many_there(fs);
 	tu_unmount(fs);
 
@@ -762,9 +766,9 @@ START_TEST(test_roll_many)
 		jrnl_get_stats(fs->j, &js);
 		/* One chain zone (and its mirror) at a time: nothing piles up. */
 		ck_assert_uint_eq(js.chain_zones, 1);
-		ck_assert_uint_le(st.zones_meta, 1);
+		ck_assert_uint_le(st.zones_meta, 2);
 		ck_assert_uint_eq(st.zones_super, 2);
-		ck_assert_uint_ge(st.zones_empty, 32 - 2 - 1 - 3);
+		ck_assert_uint_ge(st.zones_empty, 32 - 2 - 2 - 3);
 		ck_assert_uint_eq(js.anchor_seq, anchor0 + i + 1);
 		/* Each switch of super zone finishes the one left behind. */
 		for (k = 0; k < 2; k++) {
@@ -1257,7 +1261,8 @@ START_TEST(test_chain_takes_dead_zone)
 	struct zfs *fs;
 	uint32_t i, z0;
 
-	mkfs(24);
+	/* One copy: a mirrored log rolls at one zone, before it grows. */
+	mkfs1(24);
 	ck_assert_int_eq(zfs_mount(tu_img, &o, &fs, err, sizeof(err)), 0);
 	TU_OK(data_init(fs));
 	/*

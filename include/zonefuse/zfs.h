@@ -63,8 +63,8 @@ struct zfs_mkfs_opts {
 	bool wait_busy;	 /* see zfs_opts.wait_busy */
 	/*
 	 * Copies of the metadata chain: 2 (a mirror chain), 1, or 0 for the
-	 * default, 1 for now: with 2, the space check does not yet count the
-	 * room the second copy takes as the log grows (docs/format.md).
+	 * default: 2, or 1 on a device that allows fewer than 3 active or
+	 * open zones.
 	 */
 	unsigned int copies;
 	/* Called while zones are reset (done of total); may be NULL. */

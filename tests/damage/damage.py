@@ -360,7 +360,9 @@ def main():
     rng = random.Random(a.seed)
     base = os.path.join(e.WORK, "base.img")
     e.zf("emu", "create", base, "--size", "128M", "--zone-size", "4M")
-    e.zf("mkfs", "--metadata-copies", "2", base)
+    e.zf("mkfs", base)
+    copies = json.loads(e.zf("stat", base, "--json").stdout)["metadata_copies"]
+    assert copies == 2, f"mkfs made {copies} copies of the journal; 2 is the default"
     want = populate(base, rng)
     res, failed = [], 0
     t0 = time.time()

@@ -168,6 +168,24 @@ def t_o_direct():
     assert data[size:3 * size] == bytes(2 * size)
 
 
+def open_mapped(p, n):
+    """Open p read-only and map its first n bytes shared, once the daemon
+    has the uncached writers' opens released: the kernel sends RELEASE
+    after close() returns, and a reader opened before it lands is
+    uncached too (no shared mapping: ENODEV). Seen on a TCG guest under
+    load, 2026-12-02."""
+    t0 = time.time()
+    while True:
+        r = os.open(p, os.O_RDONLY)
+        try:
+            return r, mmap.mmap(r, n, mmap.MAP_SHARED, mmap.PROT_READ)
+        except OSError as x:
+            os.close(r)
+            if x.errno != errno.ENODEV or time.time() - t0 > 10:
+                raise
+        time.sleep(0.05)
+
+
 def t_uncached_writer():
     """A write-only open of a file no one has open bypasses the page cache
     (ZFS_OPEN_NOCACHE): every reader sees its writes, whenever it opened."""
@@ -211,9 +229,8 @@ def t_uncached_writer():
 
     # A writer that opens a file someone has open goes through the page
     # cache, which keeps the open reader and its shared mapping current.
-    r = os.open(p, os.O_RDONLY)
+    r, m = open_mapped(p, 200)
     try:
-        m = mmap.mmap(r, 200, mmap.MAP_SHARED, mmap.PROT_READ)
         assert m[:50] == b"z" * 50
         fd = os.open(p, os.O_WRONLY)
         assert os.pwrite(fd, b"w" * 50, 0) == 50

@@ -65,6 +65,18 @@ static int mkfs_reset(struct zdev *dev, const struct zfs_mkfs_opts *o,
 	return 0;
 }
 
+/*
+ * Two copies of the metadata chain unless the device's limits leave no zone
+ * for data beside them: one bad block of metadata then costs nothing.
+ */
+static unsigned int mkfs_default_copies(const struct zdev_geom *g)
+{
+	bool tight = (g->max_active && g->max_active < 3) ||
+		     (g->max_open && g->max_open < 3);
+
+	return tight ? 1 : 2;
+}
+
 int zfs_mkfs(const char *path, const struct zfs_mkfs_opts *o,
 	     struct zfs_mkfs_info *info, char *err, size_t errlen)
 {
@@ -90,15 +102,7 @@ int zfs_mkfs(const char *path, const struct zfs_mkfs_opts *o,
 		ret = -EINVAL;
 		goto out_close;
 	}
-	/*
-	 * Two copies unless the device's limits leave no zone for data
-	 * beside them: one bad block of metadata then costs nothing.
-	 */
-	copies = o->copies ? o->copies :
-			     (g->max_active && g->max_active < 3) ||
-				     (g->max_open && g->max_open < 3) ?
-			     1 :
-			     2;
+	copies = o->copies ? o->copies : mkfs_default_copies(g);
 	ret = alloc_check_limits(dev, copies, err, errlen);
 	if (ret)
 		goto out_close;

@@ -3,11 +3,13 @@
  * zonefuse scrub MOUNTPOINT|DEVICE [--json]
  *
  * Read every block of file data and check it against its checksum, and
- * say which files are damaged where. On a mount point it walks the tree
- * and asks the daemon to scrub each file (ZFS_XATTR_SCRUB): the file
- * system stays mounted and in use. On an unmounted device it is
- * `fsck --data`, and then a writable mount rewrites any metadata block
- * that only a copy covered (a superblock copy, an anchor).
+ * say which files are damaged where. On a mount point it first asks the
+ * daemon to read the metadata back from the device (ZFS_XATTR_SCRUB on
+ * the root: every superblock, anchor and journal copy, rewritten from
+ * memory when one does not hold), then walks the tree and asks it to
+ * scrub each file: the file system stays mounted and in use. On an
+ * unmounted device it is `fsck --data`, and then a writable mount
+ * rewrites any metadata block that only a copy covered.
  *
  * Exit status as fsck's: 0 nothing damaged, 1 damage found and all of it
  * rewritten from a copy, 4 damage left, 8 the scrub could not run.
@@ -31,10 +33,12 @@ static void scrub_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: zonefuse scrub MOUNTPOINT|DEVICE [--json]\n"
-		"Read every block of file data, check its checksum and say which files\n"
-		"are damaged where. On a mount point the file system stays in use; on an\n"
-		"unmounted device it is `fsck --data`, then damaged metadata copies are\n"
-		"rewritten from the good ones.\n"
+		"Read the metadata and every block of file data back from the device,\n"
+		"check every checksum and say what is damaged where. On a mount point\n"
+		"the file system stays in use (the metadata part needs root: commits\n"
+		"wait while it reads) and damaged metadata is written anew from memory;\n"
+		"on an unmounted device it is `fsck --data`, then damaged metadata\n"
+		"copies are rewritten from the good ones.\n"
 		"\n"
 		"  --json     print the result as one JSON object\n"
 		"\n"
@@ -47,6 +51,8 @@ static struct {
 	bool json, tty;
 	unsigned int nlines;
 	uint64_t files, bytes, damaged, errors;
+	unsigned int meta_copies, meta_damage; /* 0 copies: not scrubbed */
+	bool meta_rewritten, meta_left;
 	time_t last;
 } sw;
 
@@ -124,9 +130,63 @@ static int scrub_walk_one(const char *path, const struct stat *st, int type,
 	return 0;
 }
 
+/*
+ * The metadata, through the daemon: root only (others are told, and the
+ * files are still scrubbed). Its lines: "copies N", "damage TEXT" per
+ * finding, then "rewritten" and "after TEXT" per finding left after the
+ * rewrite, or "left TEXT" (why nothing was rewritten).
+ */
+static void scrub_meta(const char *dir)
+{
+	char buf[8192], line[8300], *p, *save = NULL;
+	ssize_t n;
+
+	n = getxattr(dir, ZFS_XATTR_SCRUB, buf, sizeof(buf) - 1);
+	if (n < 0) {
+		snprintf(line, sizeof(line), "metadata: not scrubbed: %s",
+			 errno == EPERM ? "only root may (commits wait while it reads)" :
+					  strerror(errno));
+		scrub_line(line);
+		if (errno != EPERM)
+			sw.errors++;
+		return;
+	}
+	buf[n] = '\0';
+	for (p = strtok_r(buf, "\n", &save); p; p = strtok_r(NULL, "\n", &save)) {
+		const char *text = strchr(p, ' ') ? strchr(p, ' ') + 1 : "";
+
+		if (sscanf(p, "copies %u", &sw.meta_copies) == 1)
+			continue;
+		if (!strcmp(p, "rewritten")) {
+			sw.meta_rewritten = true;
+			continue;
+		}
+		if (!strncmp(p, "damage ", 7)) {
+			sw.meta_damage++;
+			snprintf(line, sizeof(line), "metadata: %s", text);
+		} else if (!strncmp(p, "left ", 5)) {
+			sw.meta_left = true;
+			snprintf(line, sizeof(line),
+				 "metadata: not rewritten (%s): unmount and run `zonefuse fsck --repair`",
+				 text);
+		} else if (!strncmp(p, "after ", 6)) {
+			sw.meta_left = true;
+			snprintf(line, sizeof(line),
+				 "metadata: written anew from memory, but still: %s; the device may be failing: copy the files out",
+				 text);
+		} else {
+			continue;
+		}
+		scrub_line(line);
+	}
+	if (sw.meta_rewritten && !sw.meta_left)
+		scrub_line("metadata: written anew from the metadata in memory, every copy, and read back whole");
+}
+
 static int scrub_mounted(const char *dir, bool json)
 {
 	char probe[64];
+	int ret;
 
 	sw.json = json;
 	sw.tty = !json && isatty(STDERR_FILENO);
@@ -141,24 +201,41 @@ static int scrub_mounted(const char *dir, bool json)
 		cli_json_str(dir);
 		printf(", \"mounted\": true, \"problems\": [");
 	}
+	scrub_meta(dir);
 	if (nftw(dir, scrub_walk_one, 64, FTW_PHYS | FTW_MOUNT) < 0) {
 		cli_error("scrub", "%s: walking the tree failed: %s", dir,
 			  strerror(errno));
 		return ZFS_FSCK_OPERROR;
 	}
 	scrub_progress(true);
+	if (sw.errors)
+		ret = ZFS_FSCK_OPERROR;
+	else if (sw.damaged || sw.meta_left)
+		ret = ZFS_FSCK_UNFIXED;
+	else
+		ret = sw.meta_rewritten ? ZFS_FSCK_FIXED : ZFS_FSCK_OK;
 	if (json) {
 		printf("], \"files\": %" PRIu64 ", \"data_bytes\": %" PRIu64
-		       ", \"damaged_files\": %" PRIu64 ", \"errors\": %" PRIu64 "}\n",
+		       ", \"damaged_files\": %" PRIu64 ", \"errors\": %" PRIu64,
 		       sw.files, sw.bytes, sw.damaged, sw.errors);
-	} else {
-		printf("%s: %" PRIu64 " files, %" PRIu64 " bytes read and checked, %" PRIu64 " damaged%s\n",
-		       dir, sw.files, sw.bytes, sw.damaged,
-		       sw.damaged ? "" : "; the metadata was read and checked at mount (`zonefuse fsck --data` reads it again, unmounted)");
+		if (sw.meta_copies)
+			printf(", \"metadata\": {\"copies\": %u, \"damage\": %u, \"rewritten\": %s, \"left\": %s}",
+			       sw.meta_copies, sw.meta_damage,
+			       sw.meta_rewritten ? "true" : "false",
+			       sw.meta_left ? "true" : "false");
+		printf(", \"exit\": %d}\n", ret);
+		return ret;
 	}
-	if (sw.errors)
-		return ZFS_FSCK_OPERROR;
-	return sw.damaged ? ZFS_FSCK_UNFIXED : ZFS_FSCK_OK;
+	if (sw.meta_copies)
+		printf("%s: metadata: %u cop%s read back, %u problem%s%s; ", dir,
+		       sw.meta_copies, sw.meta_copies > 1 ? "ies" : "y",
+		       sw.meta_damage, sw.meta_damage == 1 ? "" : "s",
+		       sw.meta_damage ? (sw.meta_left ? " left" : " rewritten") : "");
+	else
+		printf("%s: metadata: not scrubbed; ", dir);
+	printf("files: %" PRIu64 ", %" PRIu64 " bytes read and checked, %" PRIu64 " damaged\n",
+	       sw.files, sw.bytes, sw.damaged);
+	return ret;
 }
 
 static void scrub_say(void *arg, const char *line)

@@ -557,13 +557,15 @@ static void fs_ll_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			   size_t size)
 {
 	char *buf = size ? malloc(size) : NULL;
+	struct zfs_ctx c;
 	ssize_t ret;
 
 	if (size && !buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	ret = zfs_getxattr(fs_of(req), ino, name, buf, size);
+	fs_ctx(req, &c);
+	ret = zfs_getxattr(fs_of(req), &c, ino, name, buf, size);
 	if (ret < 0)
 		fuse_reply_err(req, (int)-ret);
 	else if (!size)

@@ -531,11 +531,7 @@ int jrnl_snap_emit(void *arg, uint16_t type, const void *p, uint32_t len)
 	return 0;
 }
 
-/*
- * Write a new chain headed by a fresh snapshot, then the anchor that names
- * it, then release the old chain. Runs as the committer.
- */
-static int jrnl_do_roll(struct jrnl *j)
+int jrnl_do_roll(struct jrnl *j)
 {
 	struct jrnl_snap s = { .j = j };
 	uint32_t *old = NULL, *mold = NULL, old_len = j->chain_len, i;
@@ -759,12 +755,11 @@ out:
 }
 
 /*
- * The sticky error, with j->lock held. The journal's owner, when it
- * listens (cb->failed), reports it with what to do about it; without one
- * (mkfs, the tests) the journal says it itself. Returns whether the
- * caller must call cb->failed once it has dropped the lock.
+ * The journal's owner, when it listens (cb->failed), reports the error
+ * with what to do about it; without one (mkfs, the tests) the journal
+ * says it itself.
  */
-static bool jrnl_set_error(struct jrnl *j, int err, const char *what)
+bool jrnl_set_error(struct jrnl *j, int err, const char *what)
 {
 	j->error = err;
 	if (j->cb && j->cb->failed)

@@ -157,4 +157,19 @@ int jrnl_write_anchor(struct jrnl *j);
  */
 int jrnl_snap_emit(void *arg, uint16_t type, const void *p, uint32_t len);
 
+/*
+ * Write a new chain headed by a fresh snapshot (in every copy), then the
+ * anchor that names it (switching super zones as j->sz_switches asks),
+ * then release the old chain. Runs as the committer. 0 or an errno; after
+ * a failure the records the snapshot took from the pending list are gone,
+ * so the caller makes it sticky (jrnl_set_error()).
+ */
+int jrnl_do_roll(struct jrnl *j);
+
+/*
+ * Make @err sticky, with j->lock held; @what says what failed. Returns
+ * whether the caller must call cb->failed once it has dropped the lock.
+ */
+bool jrnl_set_error(struct jrnl *j, int err, const char *what);
+
 #endif /* ZONEFUSE_JRNL_I_H */

@@ -246,3 +246,92 @@ int zfs_scrub_all(struct zfs *fs,
 	free(r);
 	return ret;
 }
+
+/* ---- the metadata ---------------------------------------------------------------------------------- */
+
+void zfs_scrub_meta_say(const struct jrnl_scrub_pass *p,
+			void (*say)(void *arg, const char *line), void *arg)
+{
+	const struct jrnl_replay_info *ri = &p->info;
+	char line[512];
+
+	if (p->read_err) {
+		snprintf(line, sizeof(line),
+			 "the metadata does not read back from the device (%s): the next mount would refuse it",
+			 p->err);
+		say(arg, line);
+		return;
+	}
+	if (ri->super_damaged) {
+		snprintf(line, sizeof(line), "%s is damaged (the other copy holds)",
+			 ri->super_bad);
+		say(arg, line);
+	}
+	if (ri->anchor_damaged) {
+		snprintf(line, sizeof(line), "%s is damaged (%s)", ri->anchor_bad,
+			 ri->anchor_scanned ? "the chain it named was found by its head zone" :
+					      "a valid anchor names the metadata");
+		say(arg, line);
+	}
+	if (ri->copy_damaged) {
+		snprintf(line, sizeof(line),
+			 "%s is damaged (%u block%s of one copy; the other copy holds)",
+			 ri->copy_bad, ri->copy_bad_count,
+			 ri->copy_bad_count > 1 ? "s" : "");
+		say(arg, line);
+	}
+	if (ri->damaged) {
+		snprintf(line, sizeof(line),
+			 "the journal is damaged in every copy: it reads back only up to %s",
+			 ri->stop);
+		say(arg, line);
+	}
+	if (p->short_log) {
+		snprintf(line, sizeof(line),
+			 "the journal reads back to record %" PRIu64 ", but records up to %" PRIu64 " were made durable: the next mount would not see them",
+			 ri->last_seq, p->durable_seq);
+		say(arg, line);
+	}
+}
+
+static void zfs_scrub_meta_log(void *arg, const char *line)
+{
+	zlog_warn("%s: scrub: %s", (const char *)arg, line);
+}
+
+/*
+ * The repair is the journal's roll, asked of it only when something was
+ * found: the metadata in memory is what every copy must hold, so writing
+ * it anew mends damage of any extent (jrnl_scrub.c says why). Every
+ * finding goes to the log, with what became of it, for the operator who
+ * did not run the scrub.
+ */
+int zfs_scrub_meta(struct zfs *fs, bool repair, struct jrnl_scrub *r)
+{
+	const char *path = zdev_path(fs->dev);
+	int ret;
+
+	ret = jrnl_scrub(fs->j, repair, r);
+	if (ret) {
+		zlog_err("%s: scrub: reading the metadata back failed: %s", path,
+			 strerror(-ret));
+		return ret;
+	}
+	if (!r->pass[0].damage)
+		return 0;
+	zfs_scrub_meta_say(&r->pass[0], zfs_scrub_meta_log, (void *)path);
+	if (!r->rewritten) {
+		zlog_warn("%s: scrub: the damaged metadata was not rewritten (%s): unmount and run `zonefuse fsck --repair %s`",
+			  path, strerror(-r->rewrite_err), path);
+		return 0;
+	}
+	if (r->pass[1].damage) {
+		zlog_err("%s: scrub: the metadata was written anew from memory, but reading it back still finds damage (below): the device may be failing; copy the files out",
+			 path);
+		zfs_scrub_meta_say(&r->pass[1], zfs_scrub_meta_log, (void *)path);
+		return 0;
+	}
+	zlog_warn("%s: scrub: the metadata was written anew from memory, every copy, and reads back whole",
+		  path);
+	return 0;
+}

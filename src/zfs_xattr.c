@@ -147,8 +147,69 @@ static ssize_t zfs_scrub_xattr(struct zfs *fs, uint64_t ino, void *value,
 	return zfs_copy_out(buf, n, value, size);
 }
 
-ssize_t zfs_getxattr(struct zfs *fs, uint64_t ino, const char *name,
-		     void *value, size_t size)
+struct zfs_text {
+	char *buf;
+	size_t n, size;
+	const char *prefix;
+};
+
+static void zfs_text_line(void *arg, const char *line)
+{
+	struct zfs_text *t = arg;
+
+	if (t->n < t->size)
+		t->n += (size_t)snprintf(t->buf + t->n, t->size - t->n, "%s %s\n",
+					 t->prefix, line);
+	t->n = ZF_MIN(t->n, t->size);
+}
+
+/*
+ * ZFS_XATTR_SCRUB on the root: the metadata's scrub, as text. Root only:
+ * it makes commits wait while it reads (jrnl_scrub()), which no user
+ * should be able to repeat at will.
+ */
+static ssize_t zfs_scrub_meta_xattr(struct zfs *fs, const struct zfs_ctx *ctx,
+				    void *value, size_t size)
+{
+	struct zfs_text t = { .size = 8192 };
+	struct jrnl_scrub *r;
+	struct jrnl_stats st;
+	ssize_t ret;
+
+	if (ctx && ctx->uid)
+		return -EPERM;
+	r = malloc(sizeof(*r));
+	t.buf = malloc(t.size);
+	if (!r || !t.buf) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	ret = zfs_scrub_meta(fs, true, r);
+	if (ret)
+		goto out_free;
+	jrnl_get_stats(fs->j, &st);
+	t.n = (size_t)snprintf(t.buf, t.size, "copies %u\n", st.mirror ? 2u : 1u);
+	t.prefix = "damage";
+	zfs_scrub_meta_say(&r->pass[0], zfs_text_line, &t);
+	if (r->rewritten) {
+		t.n += (size_t)snprintf(t.buf + t.n, t.size - t.n, "rewritten\n");
+		t.prefix = "after";
+		zfs_scrub_meta_say(&r->pass[1], zfs_text_line, &t);
+	} else if (r->pass[0].damage) {
+		t.prefix = "left";
+		zfs_text_line(&t, r->rewrite_err == -EROFS && fs->rdonly ?
+					  "the file system is mounted read-only" :
+					  strerror(-r->rewrite_err));
+	}
+	ret = zfs_copy_out(t.buf, ZF_MIN(t.n, t.size), value, size);
+out_free:
+	free(t.buf);
+	free(r);
+	return ret;
+}
+
+ssize_t zfs_getxattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
+		     const char *name, void *value, size_t size)
 {
 	struct zm_inode *in;
 	struct zm_xattr *x;
@@ -169,7 +230,8 @@ ssize_t zfs_getxattr(struct zfs *fs, uint64_t ino, const char *name,
 		return ret;
 	}
 	if (!strcmp(name, ZFS_XATTR_SCRUB))
-		return zfs_scrub_xattr(fs, ino, value, size);
+		return ino == ZF_ROOT_INO ? zfs_scrub_meta_xattr(fs, ctx, value, size) :
+					    zfs_scrub_xattr(fs, ino, value, size);
 	if (!strcmp(name, ZFS_XATTR_STATS)) {
 		struct zfs_stats st;
 		char buf[4096];

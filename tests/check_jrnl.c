@@ -163,11 +163,11 @@ START_TEST(test_persist)
 	{
 		char v[8192];
 
-		ck_assert_int_eq(zfs_getxattr(fs, (uint64_t)ino, "user.a", v,
+		ck_assert_int_eq(zfs_getxattr(fs, NULL, (uint64_t)ino, "user.a", v,
 					      sizeof(v)),
 				 5);
 		ck_assert_int_eq(memcmp(v, "alpha", 5), 0);
-		ck_assert_int_eq(zfs_getxattr(fs, (uint64_t)ino, "user.big",
+		ck_assert_int_eq(zfs_getxattr(fs, NULL, (uint64_t)ino, "user.big",
 					      v, sizeof(v)),
 				 (ssize_t)sizeof(big));
 		ck_assert_int_eq(memcmp(v, big, sizeof(big)), 0);
@@ -609,6 +609,334 @@ START_TEST(test_mirror)
 }
 END_TEST
 
+
+/* ---- scrubbing the journal of a mounted file system ------------------------ */
+
+/*
+ * Damage made on the device under a mounted file system, at the places
+ * commits A, B and C left: @wp1 the start of commit B in the chain's last
+ * zone @z, @md the distance to its mirror (0 without one).
+ */
+enum scrub_spot {
+	SCRUB_PRIMARY,	   /* a record of commit B, in the chain */
+	SCRUB_MIRROR,	   /* the same, in the mirror */
+	SCRUB_BOTH,	   /* in both copies: the log is damaged */
+	SCRUB_MEDIA,	   /* the mirror's block unreadable */
+	SCRUB_HEADER,	   /* the chain's zone header */
+	SCRUB_SUPER,	   /* the first super zone's superblock copy */
+	SCRUB_SUPERS,	   /* both superblock copies: the mount would
+			      refuse */
+};
+
+static void scrub_damage(struct zfs *fs, enum scrub_spot spot, uint32_t z,
+			 uint64_t wp1, int64_t md)
+{
+	uint64_t rec = wp1 + sizeof(struct zf_rec_hdr) + 3;
+	struct jrnl_stats st;
+
+	switch (spot) {
+	case SCRUB_PRIMARY:
+		tu_image_flip(tu_img, rec);
+		break;
+	case SCRUB_MIRROR:
+		tu_image_flip(tu_img, (uint64_t)((int64_t)rec + md));
+		break;
+	case SCRUB_BOTH:
+		tu_image_flip(tu_img, rec);
+		if (md)
+			tu_image_flip(tu_img, (uint64_t)((int64_t)rec + md));
+		break;
+	case SCRUB_MEDIA:
+		TU_OK(zemu_set_bad(fs->dev,
+				   ZF_ROUND_DOWN((uint64_t)((int64_t)wp1 + md), 4096),
+				   4096));
+		break;
+	case SCRUB_HEADER:
+		tu_image_flip(tu_img, (uint64_t)z * TU_MIB + 8);
+		break;
+	case SCRUB_SUPER:
+	case SCRUB_SUPERS:
+		jrnl_get_stats(fs->j, &st);
+		tu_image_flip(tu_img, (uint64_t)st.super_zone[0] * TU_MIB + 20);
+		if (spot == SCRUB_SUPERS)
+			tu_image_flip(tu_img,
+				      (uint64_t)st.super_zone[1] * TU_MIB + 20);
+		break;
+	}
+}
+
+/*
+ * Mount a new file system (@copies copies of the chain), commit A, B and
+ * C, damage @spot on the device under it and scrub. Returns the mount and
+ * the digest after C (the caller frees it).
+ */
+static struct zfs *scrub_after(unsigned int copies, enum scrub_spot spot,
+			       bool repair, struct jrnl_scrub *r, char **want)
+{
+	uint64_t wp1, wp2, wp3;
+	uint32_t z1, z2, z3;
+	struct zfs *fs;
+
+	if (copies == 2)
+		mkfs2(48);
+	else
+		mkfs1(48);
+	fs = tu_mount(tu_img, false);
+	free(commits_abc(fs, &z1, &wp1, &z2, &wp2, &z3, &wp3));
+	ck_assert(z1 == z2 && z2 == z3);
+	*want = tu_digest(fs);
+	scrub_damage(fs, spot, z3, wp1, copies == 2 ? mirror_delta(fs) : 0);
+	TU_OK(zfs_scrub_meta(fs, repair, r));
+	return fs;
+}
+
+/* After the scrub: unmounted, the file system is whole and clean. */
+static void scrub_whole(const char *want, const char *what)
+{
+	struct zfs *fs;
+	char *d;
+
+	fsck_ok(tu_img);
+	fs = tu_mount(tu_img, false);
+	ck_assert_msg(!fs->replay.copy_damaged && !fs->replay.damaged &&
+			      !fs->replay.super_damaged && fs->replay.clean,
+		      "%s: damage at the next mount", what);
+	d = tu_digest(fs);
+	digest_eq(d, want, what);
+	free(d);
+	tu_unmount(fs);
+}
+
+/* A sound journal: nothing found, nothing written. */
+START_TEST(test_scrub_clean)
+{
+	struct jrnl_stats before, after;
+	struct jrnl_scrub r;
+	struct zfs *fs;
+	char *want;
+
+	mkfs2(48);
+	fs = tu_mount(tu_img, false);
+	want = commits_abc(fs, &(uint32_t){ 0 }, &(uint64_t){ 0 },
+			   &(uint32_t){ 0 }, &(uint64_t){ 0 },
+			   &(uint32_t){ 0 }, &(uint64_t){ 0 });
+	free(want);
+	want = tu_digest(fs);
+	jrnl_get_stats(fs->j, &before);
+	TU_OK(zfs_scrub_meta(fs, true, &r));
+	jrnl_get_stats(fs->j, &after);
+	ck_assert_msg(!r.pass[0].damage && !r.pass[0].read_err,
+		      "damage found in a sound journal: %s", r.pass[0].info.stop);
+	ck_assert(r.pass[0].info.mirrored);
+	ck_assert_uint_eq(r.pass[0].info.last_seq, r.pass[0].durable_seq);
+	ck_assert(!r.rewritten);
+	ck_assert_uint_eq(after.rolls, before.rolls);
+	ck_assert_uint_eq(after.meta_bytes, before.meta_bytes);
+	tu_unmount(fs);
+	scrub_whole(want, "after a scrub of a sound journal");
+	free(want);
+}
+END_TEST
+
+/*
+ * One copy's block damaged under the mount (bad bytes in either copy, a
+ * media error, a zone header, a superblock): found, and the chain, its
+ * mirror and the anchors written anew, which read back whole; the next
+ * mount finds nothing.
+ */
+START_TEST(test_scrub_heals_copy)
+{
+	static const struct {
+		enum scrub_spot spot;
+		const char *what;
+	} cases[] = {
+		{ SCRUB_PRIMARY, "a record in the chain" },
+		{ SCRUB_MIRROR, "a record in the mirror" },
+		{ SCRUB_MEDIA, "a media error in the mirror" },
+		{ SCRUB_HEADER, "the chain zone's header" },
+	};
+	struct jrnl_scrub r;
+	uint32_t i;
+
+	for (i = 0; i < ZF_ARRAY_SIZE(cases); i++) {
+		char *want;
+		struct zfs *fs = scrub_after(2, cases[i].spot, true, &r, &want);
+
+		ck_assert_msg(r.pass[0].damage && r.pass[0].info.copy_damaged &&
+				      !r.pass[0].info.damaged &&
+				      !r.pass[0].short_log,
+			      "%s: damage %d, copy %d, log %d", cases[i].what,
+			      r.pass[0].damage, r.pass[0].info.copy_damaged,
+			      r.pass[0].info.damaged);
+		ck_assert_msg(r.rewritten && !r.pass[1].damage,
+			      "%s: rewritten %d (%d), damage after %d",
+			      cases[i].what, r.rewritten, r.rewrite_err,
+			      r.pass[1].damage);
+		ck_assert_int_eq(tu_mkdir(fs, "/after", 0755), 0);
+		TU_OK(zfs_sync(fs));
+		free(want);
+		want = tu_digest(fs);
+		tu_unmount(fs);
+		scrub_whole(want, cases[i].what);
+		free(want);
+		tu_img_teardown();
+		tu_img_setup();
+	}
+}
+END_TEST
+
+/*
+ * A superblock copy damaged: found, and its super zone written anew. Both
+ * copies: the journal does not read back at all (the next mount would
+ * refuse it), and both super zones are written anew.
+ */
+START_TEST(test_scrub_heals_super)
+{
+	struct jrnl_scrub r;
+	struct zfs *fs;
+	char *want;
+
+	fs = scrub_after(2, SCRUB_SUPER, true, &r, &want);
+	ck_assert_msg(r.pass[0].damage && r.pass[0].info.super_damaged &&
+			      !r.pass[0].read_err,
+		      "damage %d, superblock %d, read %d", r.pass[0].damage,
+		      r.pass[0].info.super_damaged, r.pass[0].read_err);
+	ck_assert_msg(r.rewritten && !r.pass[1].damage,
+		      "rewritten %d (%d), damage after %d (%s)", r.rewritten,
+		      r.rewrite_err, r.pass[1].damage, r.pass[1].info.super_bad);
+	tu_unmount(fs);
+	scrub_whole(want, "a superblock copy");
+	free(want);
+	tu_img_teardown();
+	tu_img_setup();
+
+	fs = scrub_after(2, SCRUB_SUPERS, true, &r, &want);
+	ck_assert_msg(r.pass[0].damage && r.pass[0].read_err == -EUCLEAN &&
+			      strstr(r.pass[0].err, "superblock"),
+		      "damage %d, read %d (%s)", r.pass[0].damage,
+		      r.pass[0].read_err, r.pass[0].err);
+	ck_assert_msg(r.rewritten && !r.pass[1].damage,
+		      "rewritten %d (%d), damage after %d (%s)", r.rewritten,
+		      r.rewrite_err, r.pass[1].damage, r.pass[1].err);
+	tu_unmount(fs);
+	scrub_whole(want, "both superblock copies");
+	free(want);
+}
+END_TEST
+
+/*
+ * The same record damaged in every copy (two, or the only one): the log
+ * reads back only to before it, which an unmounted repair could only give
+ * up. Found while mounted, the metadata in memory still has every commit:
+ * written anew, nothing is lost.
+ */
+START_TEST(test_scrub_heals_log)
+{
+	unsigned int copies;
+
+	for (copies = 1; copies <= 2; copies++) {
+		struct jrnl_scrub r;
+		struct zfs *fs;
+		char *want;
+
+		fs = scrub_after(copies, SCRUB_BOTH, true, &r, &want);
+		ck_assert_msg(r.pass[0].damage && r.pass[0].info.damaged &&
+				      r.pass[0].short_log,
+			      "%u copies: damage %d, log %d, short %d (%s)",
+			      copies, r.pass[0].damage, r.pass[0].info.damaged,
+			      r.pass[0].short_log, r.pass[0].info.stop);
+		ck_assert_uint_lt(r.pass[0].info.last_seq, r.pass[0].durable_seq);
+		ck_assert_msg(r.rewritten && !r.pass[1].damage,
+			      "%u copies: rewritten %d (%d), damage after %d",
+			      copies, r.rewritten, r.rewrite_err,
+			      r.pass[1].damage);
+		tu_unmount(fs);
+		scrub_whole(want, copies == 1 ? "the log's only copy" :
+						"the log in both copies");
+		free(want);
+		tu_img_teardown();
+		tu_img_setup();
+	}
+}
+END_TEST
+
+/*
+ * Without repair, or on a read-only mount, damage is found and said, and
+ * nothing is written: the image is the same bytes after.
+ */
+START_TEST(test_scrub_no_repair)
+{
+	char save[PATH_MAX + 8], *want;
+	struct jrnl_scrub r;
+	uint64_t wp1, wp2, wp3;
+	uint32_t z1, z2, z3;
+	int64_t md;
+	struct zfs *fs;
+
+	fs = scrub_after(2, SCRUB_MIRROR, false, &r, &want);
+	ck_assert(r.pass[0].info.copy_damaged);
+	ck_assert(!r.rewritten);
+	ck_assert_int_eq(r.rewrite_err, -EROFS);
+	zfs_crash(fs);
+	free(want);
+
+	tu_img_teardown();
+	tu_img_setup();
+	mkfs2(48);
+	fs = tu_mount(tu_img, false);
+	free(commits_abc(fs, &z1, &wp1, &z2, &wp2, &z3, &wp3));
+	md = mirror_delta(fs);
+	tu_unmount(fs);
+	fs = tu_mount(tu_img, true);
+	scrub_damage(fs, SCRUB_MIRROR, z3, wp1, md);
+	snprintf(save, sizeof(save), "%s.save", tu_img);
+	tu_copy_file(tu_img, save);
+	TU_OK(zfs_scrub_meta(fs, true, &r));
+	ck_assert(r.pass[0].info.copy_damaged);
+	ck_assert(!r.rewritten);
+	ck_assert_int_eq(r.rewrite_err, -EROFS);
+	tu_unmount(fs);
+	ck_assert_msg(tu_files_equal(tu_img, save),
+		      "a scrub of a read-only mount changed the image");
+	unlink(save);
+}
+END_TEST
+
+/*
+ * The scrub of the metadata through the attribute: root only (it makes
+ * commits wait), its findings as lines.
+ */
+START_TEST(test_scrub_xattr)
+{
+	const struct zfs_ctx user = { .uid = 1000, .gid = 1000, .umask = 022 };
+	struct zfs *fs;
+	char buf[8192];
+	ssize_t n;
+
+	mkfs2(48);
+	fs = tu_mount(tu_img, false);
+	ck_assert_int_eq(zfs_getxattr(fs, &user, ZF_ROOT_INO, ZFS_XATTR_SCRUB,
+				      buf, sizeof(buf)),
+			 -EPERM);
+	n = zfs_getxattr(fs, &tu_root_ctx, ZF_ROOT_INO, ZFS_XATTR_SCRUB, buf,
+			 sizeof(buf) - 1);
+	ck_assert_int_gt(n, 0);
+	buf[n] = '\0';
+	ck_assert_str_eq(buf, "copies 2\n");
+
+	scrub_damage(fs, SCRUB_SUPERS, 0, 0, 0);
+	n = zfs_getxattr(fs, NULL, ZF_ROOT_INO, ZFS_XATTR_SCRUB, buf,
+			 sizeof(buf) - 1);
+	ck_assert_int_gt(n, 0);
+	buf[n] = '\0';
+	ck_assert_msg(!strncmp(buf, "copies 2\ndamage ", 16) &&
+			      strstr(buf, "\nrewritten\n") && !strstr(buf, "after "),
+		      "scrub said: %s", buf);
+	tu_unmount(fs);
+	fsck_ok(tu_img);
+}
+END_TEST
+
 /* ---- snapshots over several zones ------------------------------------------- */
 
 static int count_fill(void *arg, const char *name, const struct stat *st,
@@ -786,7 +1114,7 @@ START_TEST(test_roll_many)
 
 	fs = tu_mount(tu_img, false);
 	ck_assert_uint_ge(fs->replay.anchor_seq, anchor0 + NROLLS);
-	ck_assert_int_eq(zfs_getxattr(fs, (uint64_t)tu_ino(fs, "/f"), "user.i",
+	ck_assert_int_eq(zfs_getxattr(fs, NULL, (uint64_t)tu_ino(fs, "/f"), "user.i",
 				      v, sizeof(v)),
 			 (ssize_t)strlen("2999"));
 	ck_assert_int_eq(memcmp(v, "2999", 4), 0);
@@ -1448,6 +1776,12 @@ static Suite *jrnl_suite(void)
 	add(s, "corrupt_middle", test_corrupt_middle, 60);
 	add(s, "anchor_damaged_few_slots", test_anchor_damaged_few_slots, 60);
 	add(s, "mirror", test_mirror, 120);
+	add(s, "scrub_clean", test_scrub_clean, 60);
+	add(s, "scrub_heals_copy", test_scrub_heals_copy, 120);
+	add(s, "scrub_heals_super", test_scrub_heals_super, 60);
+	add(s, "scrub_heals_log", test_scrub_heals_log, 60);
+	add(s, "scrub_no_repair", test_scrub_no_repair, 60);
+	add(s, "scrub_xattr", test_scrub_xattr, 60);
 	add(s, "snapshot_multizone", test_snapshot_multizone, 120);
 	add(s, "roll_many", test_roll_many, 120);
 	add(s, "crash_points", test_crash_points, 120);

@@ -825,7 +825,7 @@ static void tu_digest_node(struct zfs *fs, uint64_t ino, const char *path,
 		qsort(xl.v, xl.n, sizeof(*xl.v), tu_strcmp);
 		for (i = 0; i < xl.n; i++) {
 			static char v[65536];
-			ssize_t vl = zfs_getxattr(fs, ino, xl.v[i], v,
+			ssize_t vl = zfs_getxattr(fs, NULL, ino, xl.v[i], v,
 						  sizeof(v));
 
 			ck_assert_msg(vl >= 0, "getxattr %s of %s: %zd",

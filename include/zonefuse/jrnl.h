@@ -241,6 +241,43 @@ void jrnl_get_stats(struct jrnl *j, struct jrnl_stats *st);
 uint32_t jrnl_chain(struct jrnl *j, unsigned int copy, uint32_t *zones,
 		    uint32_t max);
 
+/* One read-back of the journal by jrnl_scrub(). */
+struct jrnl_scrub_pass {
+	struct jrnl_replay_info info; /* what reading it back found */
+	int read_err;	      /* it did not read back (jrnl_open()'s errno:
+				 -EUCLEAN for damage); err says why */
+	char err[256];
+	uint64_t durable_seq; /* the live journal's, while it was read */
+	bool short_log;	      /* the device's log ends before durable_seq:
+				 records made durable are not there */
+	bool damage;	      /* any of the above, or damage in info (a
+				 superblock, anchor or chain copy, or the
+				 log in both copies) */
+};
+
+struct jrnl_scrub {
+	struct jrnl_scrub_pass pass[2]; /* [0] as found, [1] after rewriting */
+	bool rewritten;		       /* the chain (every copy) and the
+					  anchors were written anew */
+	int rewrite_err;	       /* why they were not, when damaged:
+					  -EROFS (read-only, or no repair
+					  asked), the journal's sticky error,
+					  or the roll's own */
+};
+
+/*
+ * Scrub the journal of a mounted file system: read it back from the
+ * device as a mount would (jrnl_open(), read-only, into a copy of the
+ * metadata of its own), while commits wait, and compare where its log
+ * ends with what was made durable. If anything does not hold and @repair,
+ * on a writable, healthy journal: roll (a new chain from the metadata in
+ * memory, in every copy, and anchors that rewrite a damaged super zone),
+ * then read back once more. A failed rewrite is sticky, as a failed roll
+ * is. Returns 0 with the findings in @r, -ENOMEM, or an I/O errno of the
+ * read-back; damage is a finding, not an error.
+ */
+int jrnl_scrub(struct jrnl *j, bool repair, struct jrnl_scrub *r);
+
 /*
  * Close. If @clean and the journal is writable and healthy, append an
  * UNMOUNT record and commit first. Returns the commit's result.

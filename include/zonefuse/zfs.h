@@ -18,6 +18,7 @@
 #include <sys/statvfs.h>
 #include <sys/types.h>
 
+#include "zonefuse/jrnl.h"
 #include "zonefuse/zdev.h"
 
 struct zfs;
@@ -301,9 +302,12 @@ int zfs_fsyncdir(struct zfs *fs, uint64_t ino);
 #define ZFS_XATTR_REPLACE 2
 int zfs_setxattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 		 const char *name, const void *value, size_t size, int flags);
-/* Returns the value size; with @size 0 only the size. -ERANGE if small. */
-ssize_t zfs_getxattr(struct zfs *fs, uint64_t ino, const char *name,
-		     void *value, size_t size);
+/*
+ * Returns the value size; with @size 0 only the size. -ERANGE if small.
+ * @ctx: who asks (NULL: the file system itself).
+ */
+ssize_t zfs_getxattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
+		     const char *name, void *value, size_t size);
 ssize_t zfs_listxattr(struct zfs *fs, uint64_t ino, char *list, size_t size);
 int zfs_removexattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 		    const char *name);
@@ -314,7 +318,11 @@ int zfs_removexattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 /*
  * Reading it scrubs the file (zfs_scrub_file()): "bytes N" then one line
  * per damaged range, "offset O length L zone Z checksum|unreadable", and
- * "more" when there were more than ZFS_SCRUB_BAD.
+ * "more" when there were more than ZFS_SCRUB_BAD. On the root directory,
+ * root reading it scrubs the metadata (zfs_scrub_meta()): "copies N",
+ * then a "damage TEXT" line per finding, then "rewritten" and "after TEXT"
+ * per finding left after the rewrite, or "left TEXT" (why nothing was
+ * rewritten); others get EPERM there.
  */
 #define ZFS_XATTR_SCRUB "user.zonefuse.scrub"
 
@@ -404,6 +412,22 @@ int zfs_scrub_all(struct zfs *fs,
 				const struct zfs_scrub_file *r),
 		  void (*progress)(void *arg, const struct zfs_scrub_total *t),
 		  void *arg, struct zfs_scrub_total *tot);
+
+/*
+ * Scrub the metadata of a mounted file system (jrnl_scrub()): read the
+ * superblocks, anchors and every copy of the journal back as a mount
+ * would, and when anything does not hold, write them anew from the
+ * metadata in memory (when writable and @repair). Findings go to the log
+ * (daemon) and to @r. 0, -ENOMEM or an I/O errno of the read-back.
+ */
+int zfs_scrub_meta(struct zfs *fs, bool repair, struct jrnl_scrub *r);
+
+/*
+ * What one read-back of zfs_scrub_meta() found, a sentence per finding,
+ * to @say (none when it found nothing).
+ */
+void zfs_scrub_meta_say(const struct jrnl_scrub_pass *p,
+			void (*say)(void *arg, const char *line), void *arg);
 
 /*
  * Reset every zone whose data is all dead and whose freeing record is

@@ -81,7 +81,7 @@ static int ace_read_xattrs(struct zfs *fs, struct ace_sino *si)
 			return -ENAMETOOLONG;
 		memcpy(x.name, p, strlen(p) + 1);
 		x.val = ace_xrealloc(NULL, ACE_XVAL_MAX);
-		l = zfs_getxattr(fs, si->ino, p, x.val, ACE_XVAL_MAX);
+		l = zfs_getxattr(fs, NULL, si->ino, p, x.val, ACE_XVAL_MAX);
 		if (l < 0) {
 			free(x.val);
 			return (int)l;

@@ -285,6 +285,7 @@ static int jrnl_find_anchor(struct jrnl *j, struct zf_anchor *best,
 		bool full_seq = z->type == ZDEV_ZONE_SEQ && !wp_end;
 		struct zf_super sb;
 		uint32_t count = 0, unreadable;
+		uint64_t prev_seq = 0;
 		bool sb_ok;
 
 		z->state = ZM_ZONE_SUPER;
@@ -327,13 +328,23 @@ static int jrnl_find_anchor(struct jrnl *j, struct zf_anchor *best,
 			memcpy(&a, buf + at, sizeof(a));
 			c = a;
 			c.crc = 0;
+			/*
+			 * A zone's anchors are written in increasing seq:
+			 * one that holds but is not newer than the one
+			 * before it is a stale block (a lost or misdirected
+			 * write left an older anchor there), as damaged as
+			 * any other. Taken as the newest, it would name a
+			 * chain since let go: a mount refused, or worse, one
+			 * that replays older metadata.
+			 */
 			if (le32toh(a.magic) != ZF_ANCHOR_MAGIC ||
 			    le32toh(a.crc) != crc32c(0, &c, sizeof(c)) ||
 			    memcmp(a.uuid, j->sb.uuid, sizeof(a.uuid)) ||
 			    le32toh(a.chain_zone) >= j->m->nr_zones ||
 			    (j->mirror &&
 			     (le32toh(a.mirror_zone) >= j->m->nr_zones ||
-			      a.mirror_zone == a.chain_zone))) {
+			      a.mirror_zone == a.chain_zone)) ||
+			    (count && le64toh(a.seq) <= prev_seq)) {
 				/*
 				 * A full zone a switch rewrote (its superblock
 				 * of a later generation than mkfs's 0) was
@@ -360,6 +371,7 @@ static int jrnl_find_anchor(struct jrnl *j, struct zf_anchor *best,
 			}
 			bad_last = false;
 			count++;
+			prev_seq = le64toh(a.seq);
 			if (!found || le64toh(a.seq) > le64toh(best->seq)) {
 				*best = a;
 				found = true;

@@ -1759,6 +1759,61 @@ START_TEST(test_anchor_damaged_few_slots)
 }
 END_TEST
 
+/*
+ * A stale anchor: the one before the newest written over it (a lost or
+ * misdirected write). Its CRC holds; only its seq, no newer than the one
+ * before it, gives it away. Taken as the newest it named a chain let go
+ * since (refused, or older metadata replayed); it is damage, and the
+ * chain is found by its head.
+ */
+START_TEST(test_anchor_stale)
+{
+	struct zf_anchor prev;
+	struct zdev_zone z;
+	uint32_t sz[2], i, live = 2;
+	char *want, *got;
+	struct zfs *fs;
+
+	mkfs2(48);
+	fs = tu_mount(tu_img, false);
+	changes_a(fs);
+	TU_OK(jrnl_roll(fs->j));
+	ck_assert_int_ge(zfs_reclaim_now(fs), 0);
+	TU_OK(tu_mkdir(fs, "/after-roll", 0755));
+	TU_OK(jrnl_roll(fs->j));
+	ck_assert_int_ge(zfs_reclaim_now(fs), 0);
+	want = tu_digest(fs);
+	for (i = 0; i < 2; i++) {
+		sz[i] = le32toh(fs->sb.super_zone[i]);
+		tu_report1(fs->dev, sz[i], &z);
+		if (z.cond != ZDEV_COND_FULL &&
+		    z.wp >= z.start + ZF_SB_UNIT + 2 * 4096)
+			live = i;
+	}
+	ck_assert_uint_lt(live, 2);
+	tu_report1(fs->dev, sz[live], &z);
+	tu_unmount(fs);
+
+	tu_image_read(tu_img, z.wp - 2 * 4096, &prev, sizeof(prev));
+	ck_assert_uint_eq(le32toh(prev.magic), ZF_ANCHOR_MAGIC);
+	tu_image_write(tu_img, z.wp - 4096, &prev, sizeof(prev));
+
+	fs = tu_mount(tu_img, true);
+	ck_assert_msg(fs->replay.anchor_damaged && fs->replay.anchor_scanned,
+		      "damaged %d, scanned %d", fs->replay.anchor_damaged,
+		      fs->replay.anchor_scanned);
+	got = tu_digest(fs);
+	digest_eq(got, want, "with a stale anchor over the newest");
+	free(got);
+	tu_unmount(fs);
+	fsck_damaged(tu_img);
+	fs = tu_mount(tu_img, false);
+	tu_unmount(fs);
+	fsck_ok(tu_img);
+	free(want);
+}
+END_TEST
+
 /* ---- the suite ---------------------------------------------------------------- */
 
 static void add(Suite *s, const char *name, const TTest *t, int timeout)
@@ -1775,6 +1830,7 @@ static Suite *jrnl_suite(void)
 	add(s, "torn_garbage", test_torn_garbage, 60);
 	add(s, "corrupt_middle", test_corrupt_middle, 60);
 	add(s, "anchor_damaged_few_slots", test_anchor_damaged_few_slots, 60);
+	add(s, "anchor_stale", test_anchor_stale, 60);
 	add(s, "mirror", test_mirror, 120);
 	add(s, "scrub_clean", test_scrub_clean, 60);
 	add(s, "scrub_heals_copy", test_scrub_heals_copy, 120);

@@ -7,9 +7,12 @@ unmounted cleanly) is copied, and one spot of it damaged: a 4 KiB block of
 each metadata structure (a superblock, the newest anchor, the journal's
 zone header, its snapshot, a block in the middle of its log, its last
 block; the same in the journal's mirror copy; or one block of the log
-in both copies at once) or of file data, with random bytes, with zeros or as a media error
-(the emulator's unreadable block: reads of it fail with EIO, as a drive's);
-or a data zone's write pointer lowered in the device's zone table. Then:
+in both copies at once) or of file data, with random bytes, with zeros, as
+a media error (reads of it fail with EIO, as a drive's) or with a stale
+block (a valid block of the same structure from elsewhere: the previous
+anchor over the newest, the other copy's zone header, the block before
+in the log, another file's data: CRCs hold, only sequence, generation and
+position give it away); or a data zone's write pointer lowered. Then:
 
 1. a writable mount: it either succeeds, and then every file reads back
    bit-exact or fails with EIO (never wrong bytes, never missing), or it is
@@ -31,12 +34,26 @@ damage without a copy is) and KNOWN_GAPS (what the code does not do yet).
 The suite fails on any other, and on a listed one that no longer shows,
 so that the lists stay true.
 
-Usage: damage.py [--rounds N] [--seed S] [--json FILE] [TARGET ...]
+On an emulator image (the default) the damage is written into the image
+file and a media error kept in its header. With --device DEV, a zoned
+block device (a null_blk device made through configfs, whose name in
+/sys/kernel/config/nullb --configfs gives): wrong bytes are written by
+reading the zone's data, resetting the zone and writing it back changed,
+a media error is null_blk's badblocks, a lowered write pointer is a reset
+and a shorter rewrite; each round starts from the populated state written
+back. It destroys what the device holds.
+
+Usage: damage.py [--rounds N] [--seed S] [--json FILE]
+                 [--device DEV --configfs NAME] [TARGET ...]
 The default suite runs one round per (target, kind); scripts/damage-test.sh
-runs more, with other seeds (other blocks of the log and of the data).
+runs more, with other seeds (other blocks of the log and of the data), and
+with --vm in a QEMU guest on null_blk.
 """
 import argparse
+import fcntl
+import hashlib
 import json
+import mmap
 import os
 import random
 import shutil
@@ -52,7 +69,7 @@ import e2elib as e  # noqa: E402
 
 KiB, MiB = 1 << 10, 1 << 20
 BS = 4096
-KINDS = ("random", "zero", "media")
+KINDS = ("random", "zero", "media", "stale")
 TARGETS = ("super-a", "super-b", "anchor", "chain-header", "snapshot",
            "log-middle", "log-last", "mirror-header", "mirror-snapshot",
            "mirror-log", "log-both", "data", "wp")
@@ -68,16 +85,44 @@ KNOWN_GAPS = {
     # wrong bytes; this is data that was never there).
     ("wp", "lowered"): {"refused"},
 }
+# On a device (--device), a media error is null_blk's badblocks, which
+# fail writes as well as reads until they are removed: a block that can be
+# written neither. (The emulator's, like a drive that remaps a sector on
+# write and erases a zone at reset, go away with a reset or a covering
+# write.) zonefuse does not move a super zone whose block cannot be
+# written: rewriting it fails, and "unwritable" says so: the writable
+# mount of a damaged superblock is refused (its rewrite is the mount's
+# first write), fsck --repair exits 8 and a scrub of the mount exits 4,
+# naming the I/O error; -o ro serves every file.
+KNOWN_GAPS_DEVICE = {
+    ("super-a", "media"): {"refused", "unwritable"},
+    ("super-b", "media"): {"refused", "unwritable"},
+    ("anchor", "media"): {"unwritable"},
+    ("online super-a", "media"): {"unwritable"},
+    ("online super-b", "media"): {"unwritable"},
+}
 
 
 def populate(img, rng):
     """Files in directories, each fsynced; a clean unmount. Returns
-    {relative path: content}."""
+    {relative path: content}. Half way, commits enough to roll the journal
+    once, so that the live super zone holds an older anchor too (a stale
+    anchor needs one) and the chain is not the first."""
     m = e.Mount(img, "populate")
     want = {}
     for d in range(4):
         os.makedirs(m.path(f"d{d}"))
+    rolls = m.stats()["chain_zones"]
     for i in range(48):
+        if i == 24:
+            n = 0
+            with open(m.path("d0", "churn"), "wb") as f:
+                while m.stats()["chain_zones"] == rolls and n < 5000:
+                    os.setxattr(m.path("d0", "churn"), "user.n", str(n).encode())
+                    os.fsync(f.fileno())
+                    n += 1
+            assert n < 5000, "the journal did not roll after 5000 commits"
+            os.unlink(m.path("d0", "churn"))
         n = rng.choice([700, 5000, 40 * KiB, 300 * KiB, MiB + 123, 3 * MiB])
         rel = f"d{i % 4}/f{i:03d}"
         buf = rng.randbytes(n)
@@ -90,19 +135,262 @@ def populate(img, rng):
     return want
 
 
-def data_off(img):
-    with open(img, "rb") as f:
-        f.seek(72)
-        return struct.unpack("<Q", f.read(8))[0]
+class ImageStore:
+    """The emulator: the device is an image file, a state a copy of it."""
+
+    def __init__(self):
+        self.path = os.path.join(e.WORK, "work.img")
+
+    def create(self):
+        e.zf("emu", "create", self.path, "--size", "128M", "--zone-size", "4M")
+
+    def save(self, name):
+        state = os.path.join(e.WORK, f"{name}.img")
+        shutil.copyfile(self.path, state)
+        return state
+
+    def load(self, state):
+        shutil.copyfile(state, self.path)
+
+    def same(self, state):
+        return subprocess.run(["cmp", "-s", self.path, state]).returncode == 0
+
+    def differs(self, state):
+        r = subprocess.run(["cmp", self.path, state], capture_output=True, text=True)
+        return r.stdout.strip() if r.returncode else ""
+
+    def _data_off(self):
+        with open(self.path, "rb") as f:
+            f.seek(72)
+            return struct.unpack("<Q", f.read(8))[0]
+
+    def read(self, off, n):
+        with open(self.path, "rb") as f:
+            f.seek(self._data_off() + off)
+            return f.read(n)
+
+    def write(self, off, buf):
+        """Other bytes at device offset off, behind the emulator's back."""
+        at = self._data_off() + off
+        with open(self.path, "r+b") as f:
+            f.seek(at)
+            f.write(buf)
+
+    def media(self, off):
+        e.zf("emu", "media-error", self.path, "--offset", str(off),
+             "--length", str(BS))
+
+    def lower_wp(self, zone, wp):
+        """Lower a zone's write pointer in the emulator's zone table (a
+        closed zone; its entry's CRC made good): what a drive reports
+        after data never landed."""
+        with open(self.path, "r+b") as f:
+            at = 4096 + 32 * zone
+            f.seek(at)
+            ent = bytearray(f.read(32))
+            struct.pack_into("<Q", ent, 0, wp)
+            ent[24] = 0x4  # closed
+            struct.pack_into("<I", ent, 28, crc32c(bytes(ent[:28])))
+            f.seek(at)
+            f.write(ent)
+
+
+# A zone's open or closed condition is the device's bookkeeping, not its
+# contents (a power cycle closes every zone): the mount closes the zones it
+# finds open, and a refused one has still written nothing.
+ACTIVE = {"implicit_open": "active", "explicit_open": "active", "closed": "active"}
+
+# <linux/blkzoned.h>: _IOW(0x12, nr, struct blk_zone_range)
+BLK_ZONE_IOCTL = {"reset": 0x40101283, "close": 0x40101287,
+                  "finish": 0x40101288}
+
+
+class DeviceStore:
+    """A zoned null_blk device. A state is each zone's write pointer,
+    condition and written bytes, and the media errors; loading one resets
+    and rewrites the zones that differ."""
+
+    def __init__(self, dev, cfs):
+        self.path = dev
+        self.cfs = os.path.join("/sys/kernel/config/nullb", cfs)
+        if not os.path.isfile(os.path.join(self.cfs, "badblocks")):
+            sys.exit(f"damage.py: {self.cfs}/badblocks missing: --configfs names "
+                     "the configfs directory of a null_blk device made there")
+        self.bad = []
+
+    def create(self):
+        self.set_bad([])
+        for i, z in enumerate(zones(self.path)):
+            if z["type"] != "conv" and z["wp"] != z["start"]:
+                self._zone_op("reset", z)
+
+    def _zone_op(self, op, z):
+        fd = os.open(self.path, os.O_RDWR)
+        try:
+            fcntl.ioctl(fd, BLK_ZONE_IOCTL[op],
+                        struct.pack("<QQ", z["start"] >> 9, z["len"] >> 9))
+        finally:
+            os.close(fd)
+
+    def set_bad(self, ranges):
+        """The device's media errors: byte ranges (off, len)."""
+        with open(os.path.join(self.cfs, "badblocks"), "w") as f:
+            for off, ln in self.bad:
+                f.write(f"-{off >> 9}-{((off + ln) >> 9) - 1}\n")
+                f.flush()
+        self.bad = []
+        for off, ln in ranges:
+            with open(os.path.join(self.cfs, "badblocks"), "w") as f:
+                f.write(f"+{off >> 9}-{((off + ln) >> 9) - 1}\n")
+            self.bad.append((off, ln))
+
+    def _read_zone(self, z, end):
+        """The zone's bytes up to end, an unreadable block left zeros."""
+        n = end - z["start"]
+        if n <= 0:
+            return b""
+        buf = mmap.mmap(-1, n)
+        fd = os.open(self.path, os.O_RDONLY | os.O_DIRECT)
+        try:
+            try:
+                os.preadv(fd, [buf], z["start"])
+            except OSError:
+                one = mmap.mmap(-1, BS)
+                for at in range(0, n, BS):
+                    try:
+                        os.preadv(fd, [one], z["start"] + at)
+                        buf[at:at + BS] = one[:]
+                    except OSError:
+                        buf[at:at + BS] = bytes(BS)
+            return bytes(buf)
+        finally:
+            os.close(fd)
+
+    def save(self, name=None):
+        zs = zones(self.path)
+        out = []
+        for z in zs:
+            end = z["start"] + z["capacity"] if z["type"] == "conv" else z["wp"]
+            data = self._read_zone(z, end) if z["type"] == "conv" or \
+                z["wp"] != z["start"] else b""
+            out.append((ACTIVE.get(z["cond"], z["cond"]), z["wp"], data))
+        return {"zones": out, "bad": list(self.bad)}
+
+    def _write_zone(self, z, data):
+        if not data:
+            return
+        buf = mmap.mmap(-1, len(data))
+        buf[:] = data
+        fd = os.open(self.path, os.O_WRONLY | os.O_DIRECT)
+        try:
+            os.pwritev(fd, [buf], z["start"])
+        finally:
+            os.close(fd)
+
+    def _put_zone(self, z, cond, wp, data):
+        if z["type"] == "conv":
+            self._write_zone(z, data)
+            return
+        self._zone_op("reset", z)
+        self._write_zone(z, data)
+        if cond == "full" and z["start"] + len(data) < z["start"] + z["capacity"]:
+            self._zone_op("finish", z)
+        elif cond in ("active", "closed") and data:
+            self._zone_op("close", z)
+
+    def load(self, state):
+        self.set_bad([])
+        now = self.save()["zones"]
+        for z, cur, want in zip(zones(self.path), now, state["zones"]):
+            if cur != want:
+                self._put_zone(z, *want)
+        self.set_bad(state["bad"])
+
+    def same(self, state):
+        return not self.differs(state)
+
+    def differs(self, state):
+        """What differs between the device and state, or "" if nothing."""
+        now = self.save()
+        if now["bad"] != state["bad"]:
+            return f"media errors {now['bad']} != {state['bad']}"
+        for i, (a, b) in enumerate(zip(now["zones"], state["zones"])):
+            if a[:2] != b[:2]:
+                return f"zone {i}: {a[0]} wp {a[1]:#x}, was {b[0]} wp {b[1]:#x}"
+            if a[2] != b[2]:
+                at = next(k for k in range(min(len(a[2]), len(b[2])) + 1)
+                          if k == min(len(a[2]), len(b[2])) or a[2][k] != b[2][k])
+                return f"zone {i}: bytes differ from offset {at:#x}"
+        return ""
+
+    def _zone_of(self, off):
+        return next(z for z in zones(self.path)
+                    if z["start"] <= off < z["start"] + z["len"])
+
+    def read(self, off, n):
+        z = self._zone_of(off)
+        data = self._read_zone(z, z["wp"] if z["type"] != "conv"
+                               else z["start"] + z["capacity"])
+        return data[off - z["start"]:off - z["start"] + n]
+
+    def write(self, off, buf):
+        """Other bytes at off: the zone read, reset and written back."""
+        z = self._zone_of(off)
+        cond = z["cond"]
+        end = z["wp"] if z["type"] != "conv" else z["start"] + z["capacity"]
+        data = bytearray(self._read_zone(z, end))
+        at = off - z["start"]
+        assert at + len(buf) <= len(data), f"{off:#x} is above zone {z}'s data"
+        data[at:at + len(buf)] = buf
+        self._put_zone(z, cond, z["wp"], bytes(data))
+
+    def media(self, off):
+        self.set_bad(self.bad + [(off, BS)])
+
+    def lower_wp(self, zone, wp):
+        z = zones(self.path)[zone]
+        data = self._read_zone(z, wp)
+        self._put_zone(z, "closed", wp, data)
 
 
 def zones(img):
     return json.loads(e.zf("zones", img, "--json").stdout)["zones"]
 
 
-def where(img, target, rng):
+def data_extents(img):
+    """(device offset, length, zone) of every file extent."""
+    zs = zones(img)
+    out = []
+    for line in e.zf("dump", img).stdout.splitlines():
+        f = line.split()
+        if f and f[0] == "extent":
+            z, off, ln = int(f[2]), int(f[4]), int(f[6])
+            out.append((zs[z]["start"] + off, ln, z))
+    return out
+
+
+def log_start(store, zone):
+    """Where the log starts in the chain's head zone: the I/O unit after
+    the snapshot's SNAP_END record (the snapshot is one write)."""
+    z = zones(store.path)[zone]
+    data = store.read(z["start"], z["wp"] - z["start"])
+    at = BS
+    while at + 24 <= len(data):
+        rtype, ln = struct.unpack_from("<H", data, at + 4)[0], \
+            struct.unpack_from("<I", data, at + 8)[0]
+        if not any(data[at:at + 8]):
+            at = (at // BS + 1) * BS
+            continue
+        at += 24 + (ln + 7) // 8 * 8
+        if rtype == 38:  # SNAP_END
+            return z["start"] + (at + BS - 1) // BS * BS
+    raise AssertionError(f"no SNAP_END in zone {zone}")
+
+
+def where(store, target, rng):
     """Device offset of the block to damage for target (or the zone whose
     write pointer to lower, for "wp"), on the undamaged image."""
+    img = store.path
     st = json.loads(e.zf("stat", img, "--json").stdout)
     zs = zones(img)
     sa, sb = st["super_zones"]
@@ -131,7 +419,7 @@ def where(img, target, rng):
     if target == "log-last":
         return last["wp"] - BS
     if target in ("log-middle", "log-both"):
-        lo, hi = head["start"] + 2 * BS, last["wp"] - 2 * BS
+        lo, hi = log_start(store, chain[0]), last["wp"] - 2 * BS
         if len(chain) > 1:
             lo, hi = last["start"] + BS, last["wp"] - 2 * BS
         assert hi > lo, f"the log is too short to damage its middle: {lo}..{hi}"
@@ -141,33 +429,13 @@ def where(img, target, rng):
         # The same block of the mirror: the copies are written in lockstep.
         mlast = zs[st["mirror_zones"][len(chain) - 1]]
         return [at, mlast["start"] + (at - last["start"])]
-    extents = []
-    for line in e.zf("dump", img).stdout.splitlines():
-        f = line.split()
-        if f and f[0] == "extent":
-            z, off, ln = int(f[2]), int(f[4]), int(f[6])
-            extents.append((zs[z]["start"] + off, ln, z))
+    extents = data_extents(img)
     if target == "data":
         a, ln, _ = rng.choice([x for x in extents if x[1] >= BS])
         return a + rng.randrange(ln // BS) * BS
     assert target == "wp"
     a, ln, z = rng.choice([x for x in extents if x[1] >= 2 * BS])
     return z, a + (ln // 2) // BS * BS
-
-
-def set_wp(img, zone, wp):
-    """Lower a zone's write pointer in the emulator's zone table (a closed
-    zone; its entry's CRC made good): what a drive reports after data
-    never landed."""
-    with open(img, "r+b") as f:
-        at = 4096 + 32 * zone
-        f.seek(at)
-        ent = bytearray(f.read(32))
-        struct.pack_into("<Q", ent, 0, wp)
-        ent[24] = 0x4  # closed
-        struct.pack_into("<I", ent, 28, crc32c(bytes(ent[:28])))
-        f.seek(at)
-        f.write(ent)
 
 
 def crc32c(data):
@@ -179,20 +447,46 @@ def crc32c(data):
     return crc ^ 0xFFFFFFFF
 
 
-def damage(img, target, kind, spot, rng):
+def stale_source(img, target, spot, rng):
+    """For kind "stale": the device offset of a valid block of the same
+    structure to copy over spot, or None where there is none (the
+    superblocks: both copies hold the same bytes until a super zone is
+    rewritten)."""
+    st = json.loads(e.zf("stat", img, "--json").stdout)
+    zs = zones(img)
+    if target in ("super-a", "super-b"):
+        return None
+    if target == "anchor":
+        z = next(z for z in zs if z["start"] <= spot < z["start"] + z["len"])
+        return spot - BS if spot - BS > z["start"] else None
+    if target in ("chain-header", "mirror-header"):
+        other = st["mirror_zones"] if target == "chain-header" else st["chain_zones"]
+        return zs[other[0]]["start"]
+    if target in ("snapshot", "mirror-snapshot"):
+        return spot + BS
+    if target == "data":
+        extents = [x for x in data_extents(img) if x[1] >= BS]
+        a, ln, _ = rng.choice([x for x in extents if not x[0] <= spot < x[0] + x[1]])
+        return a + rng.randrange(ln // BS) * BS
+    return spot - BS  # the log: the block before, records of other seqs
+
+
+def damage(store, target, kind, spot, rng):
     if target == "wp":
         zone, wp = spot
-        set_wp(img, zone, wp)
+        store.lower_wp(zone, wp)
         return f"zone {zone} write pointer lowered to {wp:#x}"
     if isinstance(spot, list):
-        return " and ".join(damage(img, target, kind, s, rng) for s in spot)
+        return " and ".join(damage(store, target, kind, s, rng) for s in spot)
     if kind == "media":
-        e.zf("emu", "media-error", img, "--offset", str(spot), "--length", str(BS))
+        store.media(spot)
         return f"unreadable block at {spot:#x}"
+    if kind == "stale":
+        src = stale_source(store.path, target, spot, rng)
+        store.write(spot, store.read(src, BS))
+        return f"the block at {src:#x} over the block at {spot:#x}"
     buf = rng.randbytes(BS) if kind == "random" else bytes(BS)
-    with open(img, "r+b") as f:
-        f.seek(data_off(img) + spot)
-        f.write(buf)
+    store.write(spot, buf)
     return f"{kind} bytes over the block at {spot:#x}"
 
 
@@ -227,19 +521,15 @@ def try_mount(img, name, ro=False):
     return e.try_mount(img, name, "ro" if ro else None)
 
 
-def same_bytes(a, b):
-    """The two images hold the same bytes (cmp)."""
-    return subprocess.run(["cmp", "-s", a, b]).returncode == 0
-
-
-def one_round(base, want, target, kind, rng, res):
-    img = os.path.join(e.WORK, "work.img")
-    damaged = os.path.join(e.WORK, "damaged.img")
-    before = os.path.join(e.WORK, "before.img")
-    shutil.copyfile(base, img)
-    spot = where(img, target, rng)
-    what = damage(img, target, kind, spot, rng)
-    shutil.copyfile(img, damaged)
+def one_round(store, base, want, target, kind, rng, res):
+    img = store.path
+    store.load(base)
+    spot = where(store, target, rng)
+    if kind == "stale" and (target == "wp" or stale_source(
+            img, target, spot[0] if isinstance(spot, list) else spot, rng) is None):
+        return None
+    what = damage(store, target, kind, spot, rng)
+    damaged = store.save("damaged")
     r = {"target": target, "kind": kind, "damage": what, "problems": [],
          "gaps": set(), "said": ""}
     bad = r["problems"].append
@@ -249,7 +539,7 @@ def one_round(base, want, target, kind, rng, res):
     r["fsck"] = fk.returncode
     if fk.returncode not in (0, 4, 8):
         bad(f"fsck exited {fk.returncode}")
-    if not same_bytes(img, damaged):
+    if not store.same(damaged):
         bad("fsck without --repair changed the image")
     if fk.returncode == 0 and target != "data":
         r["gaps"].add("unreported")
@@ -286,8 +576,13 @@ def one_round(base, want, target, kind, rng, res):
         r["said"] = mr.stderr.strip().splitlines()[-1][:160] if mr.stderr.strip() else ""
         if not mr.stderr.strip():
             bad("the writable mount was refused without a message")
-        if not same_bytes(img, damaged):
-            bad("the refused writable mount changed the image")
+        if kind == "media" and isinstance(store, DeviceStore) and \
+                "Input/output error" in mr.stderr:
+            # Refused because rewriting the damaged block failed: the
+            # rewrite had begun (a super zone reset), so the device changed.
+            r["gaps"].add("unwritable")
+        elif not store.same(damaged):
+            bad(f"the refused writable mount changed the image: {store.differs(damaged)}")
         if fk.returncode == 0:
             bad("fsck passes what the mount refused")
         m, rr = try_mount(img, "ro", ro=True)
@@ -316,15 +611,18 @@ def one_round(base, want, target, kind, rng, res):
             bad(f"{rel}: {v}")
 
     # The repair, on the damaged image as it was.
-    shutil.copyfile(damaged, img)
+    store.load(damaged)
     rp = e.zf("fsck", "--repair", img, check=False)
     r["repair"] = rp.returncode
-    if rp.returncode == 0 and not same_bytes(img, damaged):
+    if rp.returncode == 0 and not store.same(damaged):
         bad("fsck --repair exited 0 but changed the image")
     if rp.returncode == 0 and fk.returncode != 0:
         bad(f"fsck --repair exited 0 where fsck exited {fk.returncode}")
     if rp.returncode == 4:
         r["gaps"].add("unrepairable")
+    elif rp.returncode == 8 and kind == "media" and isinstance(store, DeviceStore) \
+            and "Input/output error" in rp.stdout + rp.stderr:
+        r["gaps"].add("unwritable")
     elif rp.returncode not in (0, 1):
         bad(f"fsck --repair exited {rp.returncode}: {rp.stderr.strip()}")
     if rp.returncode in (0, 1):
@@ -348,29 +646,100 @@ def one_round(base, want, target, kind, rng, res):
     return r
 
 
+# Damage made under a mounted file system, found by `zonefuse scrub` of
+# the mount: every metadata structure, in every copy, and the same log
+# block in both; the file system's metadata in memory is whole, so each is
+# written anew and nothing is lost, not even where both copies are bad.
+ONLINE_TARGETS = ("super-a", "super-b", "anchor", "chain-header", "snapshot",
+                  "log-middle", "log-last", "mirror-header", "mirror-snapshot",
+                  "mirror-log", "log-both")
+
+
+def online_round(store, base, want, target, kind, rng, res):
+    """Damage under a mount (no commit of its own for an hour, nothing
+    written), then scrub the mount: found and rewritten (exit 1), files
+    exact, and the device sound after the unmount."""
+    img = store.path
+    store.load(base)
+    spot = where(store, target, rng)
+    if kind == "stale" and stale_source(
+            img, target, spot[0] if isinstance(spot, list) else spot, rng) is None:
+        return None
+    r = {"target": "online " + target, "kind": kind, "problems": [],
+         "gaps": set(), "said": "", "fsck": None, "repair": None}
+    bad = r["problems"].append
+    m = e.Mount(img, "online", "commit=3600")
+    r["damage"] = damage(store, target, kind, spot, rng)
+    sc = e.zf("scrub", m.dir, check=False)
+    r["scrub"] = sc.returncode
+    r["mount"] = f"scrub {sc.returncode}"
+    unwritable = sc.returncode == 4 and kind == "media" and \
+        isinstance(store, DeviceStore) and "Input/output error" in sc.stdout
+    if unwritable:
+        r["gaps"].add("unwritable")
+    elif sc.returncode != 1 or "written anew" not in sc.stdout:
+        bad(f"scrub of the mount exited {sc.returncode}, not 1 (rewritten): "
+            f"{sc.stdout.strip()[-400:]}")
+    sc2 = e.zf("scrub", m.dir, check=False)
+    if sc2.returncode != 0 and not unwritable:
+        bad(f"a second scrub exited {sc2.returncode}: {sc2.stdout.strip()[-300:]}")
+    files = read_all(m.dir, want)
+    m.umount()
+    r["files"] = tally(files)
+    for rel, v in files.items():
+        if v != "exact":
+            bad(f"{rel} is {v} after the scrub")
+    fk = e.zf("fsck", img, check=False)
+    r["fsck"] = fk.returncode
+    if fk.returncode != 0 and not unwritable:
+        bad(f"fsck after the scrub and unmount exited {fk.returncode}: "
+            f"{fk.stdout.strip()[-300:]}")
+    res.append(r)
+    return r
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json")
+    ap.add_argument("--device", help="a zoned null_blk device (destroyed)")
+    ap.add_argument("--configfs", help="its directory's name in /sys/kernel/config/nullb")
+    ap.add_argument("--no-online", action="store_true",
+                    help="skip the damage made under a mount")
     ap.add_argument("targets", nargs="*")
     a = ap.parse_args()
     e.begin("one damaged spot at a time: mount, read-only mount, fsck and "
-            "fsck --repair never crash, never serve wrong metadata, and agree")
+            "fsck --repair never crash, never serve wrong metadata, and agree"
+            + (f"; on the zoned device {a.device}" if a.device else ""))
     rng = random.Random(a.seed)
-    base = os.path.join(e.WORK, "base.img")
-    e.zf("emu", "create", base, "--size", "128M", "--zone-size", "4M")
-    e.zf("mkfs", base)
-    copies = json.loads(e.zf("stat", base, "--json").stdout)["metadata_copies"]
+    if a.device:
+        KNOWN_GAPS.update(KNOWN_GAPS_DEVICE)
+        if not a.configfs:
+            sys.exit("damage.py: --device needs --configfs (its null_blk's name)")
+        if subprocess.run(["findmnt", "-S", a.device], capture_output=True).returncode == 0:
+            sys.exit(f"damage.py: {a.device} is mounted: it would be destroyed")
+        store = DeviceStore(a.device, a.configfs)
+    else:
+        store = ImageStore()
+    store.create()
+    e.zf("mkfs", "--force", store.path)
+    copies = json.loads(e.zf("stat", store.path, "--json").stdout)["metadata_copies"]
     assert copies == 2, f"mkfs made {copies} copies of the journal; 2 is the default"
-    want = populate(base, rng)
+    want = populate(store.path, rng)
+    base = store.save("base")
     res, failed = [], 0
     t0 = time.time()
     for target in a.targets or TARGETS:
         for kind in (("lowered",) if target == "wp" else KINDS):
             seen = set()
             for n in range(a.rounds):
-                r = one_round(base, want, target, kind, rng, res)
+                r = one_round(store, base, want, target, kind, rng, res)
+                if r is None:
+                    e.log(f"{target:12} {kind:7} not made: no stale copy of this block exists")
+                    seen |= KNOWN_GAPS.get((target, kind), set()) | \
+                        EXPECTED.get((target, kind), set())
+                    break
                 seen |= r["gaps"]
                 allowed = KNOWN_GAPS.get((target, kind), set()) | \
                     EXPECTED.get((target, kind), set())
@@ -393,6 +762,30 @@ def main():
             if gone and a.rounds:
                 e.log(f"FAIL: {target}/{kind}: expected {sorted(gone)} not seen")
                 failed += 1
+    online_kinds = [k for k in KINDS if k != "media" or isinstance(store, DeviceStore)]
+    for target in [] if a.no_online else (
+            [t for t in a.targets if t in ONLINE_TARGETS] if a.targets else ONLINE_TARGETS):
+        for kind in online_kinds:
+            seen = set()
+            for n in range(a.rounds):
+                r = online_round(store, base, want, target, kind, rng, res)
+                if r is None:
+                    e.log(f"online {target:12} {kind:7} not made: no stale copy of this block exists")
+                    break
+                unknown = r["gaps"] - KNOWN_GAPS.get(("online " + target, kind), set())
+                for g in sorted(unknown):
+                    r["problems"].append(f"{g}: not a known gap here")
+                seen |= r["gaps"]
+                line = (f"online {target:12} {kind:7} scrub {r['scrub']} "
+                        f"files {r['files']} fsck {r['fsck']}")
+                e.log(line + (f"\n    PROBLEMS: {r['problems']}" if r["problems"] else ""))
+                failed += bool(r["problems"])
+            else:
+                closed = KNOWN_GAPS.get(("online " + target, kind), set()) - seen
+                if closed and a.rounds:
+                    e.log(f"FAIL: online {target}/{kind}: known gap(s) {sorted(closed)} "
+                          "no longer seen: update KNOWN_GAPS")
+                    failed += 1
     summary = {"rounds": len(res), "failed": failed,
                "seconds": round(time.time() - t0, 1)}
     e.log(f"damage: {summary['rounds']} rounds, {failed} failed, "

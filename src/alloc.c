@@ -160,8 +160,9 @@ uint32_t alloc_floor(struct zfs *fs, enum alloc_kind kind)
 
 /*
  * Bytes new data can still take: the capacity of the zones data may use,
- * less the data's floor, the live data, writes not yet logged and room
- * finishes skipped. Dead bytes count as available: reclaim turns them back
+ * less the data's floor, the live data, the files' reserved ranges
+ * (fallocate: promised to writes into them, zfs_write_need()), writes not
+ * yet logged and room finishes skipped. Dead bytes count as available: reclaim turns them back
  * into free zones when writers need them (a zone whose data is all dead
  * needs only a reset). Caller holds alloc_lock.
  */
@@ -195,7 +196,7 @@ static uint64_t alloc_avail(struct zfs *fs)
 	 * space dip by up to a chunk whenever reclaim ran (df right after
 	 * an rm showed a MiB less than the file had held).
 	 */
-	live = fs->m.live_bytes + fs->pending_total -
+	live = fs->m.live_bytes + fs->m.prealloc_bytes + fs->pending_total -
 	       ZF_MIN(fs->copy_pending, fs->pending_total) + fs->waste_total;
 	return cap > live ? cap - live : 0;
 }
@@ -1090,6 +1091,16 @@ void alloc_restage(struct zfs *fs, uint64_t before, uint64_t after)
 	zlock_unmutex(&fs->alloc_lock);
 }
 
+uint64_t alloc_prealloc_bytes(struct zfs *fs)
+{
+	uint64_t n;
+
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
+	n = fs->m.prealloc_bytes;
+	zlock_unmutex(&fs->alloc_lock);
+	return n;
+}
+
 void alloc_space(struct zfs *fs, uint64_t *capacity, uint64_t *free,
 		 uint64_t *used, uint64_t *reclaimable)
 {
@@ -1116,6 +1127,8 @@ void alloc_space(struct zfs *fs, uint64_t *capacity, uint64_t *free,
 			dead += (z->wp - z->start) -
 				ZF_MIN(z->valid, z->wp - z->start);
 	}
+	/* Reserved ranges are used space to df, as ext4's unwritten extents. */
+	u += fs->m.prealloc_bytes;
 	avail = alloc_avail(fs);
 	*free = avail > fs->reserved ? avail - fs->reserved : 0;
 	/* The reserve is not capacity users can fill (as alloc_avail()). */

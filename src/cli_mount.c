@@ -40,12 +40,14 @@ struct mount_cfg {
 	uint32_t threads;
 	uint32_t readahead_kb;
 	int ro, debug, foreground, help, version;
+	int shared; /* allow_other or allow_root */
 };
 
 enum {
 	MOUNT_KEY_RO,
 	MOUNT_KEY_DISCARD,
 	MOUNT_KEY_FG,
+	MOUNT_KEY_SHARED,
 	MOUNT_KEY_NUM, /* + the field's offset in struct mount_cfg */
 };
 
@@ -71,6 +73,8 @@ static const struct fuse_opt mount_opts[] = {
 	FUSE_OPT_KEY("ro", MOUNT_KEY_RO),
 	FUSE_OPT_KEY("-f", MOUNT_KEY_FG),
 	FUSE_OPT_KEY("-d", MOUNT_KEY_FG),
+	FUSE_OPT_KEY("allow_other", MOUNT_KEY_SHARED),
+	FUSE_OPT_KEY("allow_root", MOUNT_KEY_SHARED),
 	/* mount(8) and fstab options that mean nothing to a FUSE mount. */
 	FUSE_OPT_KEY("_netdev", MOUNT_KEY_DISCARD),
 	FUSE_OPT_KEY("nofail", MOUNT_KEY_DISCARD),
@@ -104,6 +108,9 @@ static int mount_opt_proc(void *data, const char *arg, int key,
 	case MOUNT_KEY_FG:
 		c->foreground = 1;
 		return 0;
+	case MOUNT_KEY_SHARED:
+		c->shared = 1;
+		return 1; /* for FUSE */
 	case MOUNT_KEY_DISCARD:
 		return 0;
 	default:
@@ -121,7 +128,8 @@ static void mount_usage(FILE *f)
 		"\n"
 		"  -f                     stay in the foreground, log to stderr\n"
 		"  -o ro                  read-only\n"
-		"  -o allow_other         let other users in (see /etc/fuse.conf)\n"
+		"  -o allow_other         let other users in (see /etc/fuse.conf); the\n"
+		"                         kernel then checks permissions too\n"
 		"  -o default_permissions let the kernel check permissions too\n"
 		"  -o commit=SECONDS      journal commit interval (default 5)\n"
 		"  -o stage_mb=MB         DRAM for staged writes (default 64)\n"
@@ -288,6 +296,13 @@ int cli_mount(int argc, char **argv)
 	}
 	strcat(fsname, ",subtype=zonefuse");
 	fuse_opt_add_arg(&args, fsname);
+	/*
+	 * A mount other users may enter has the kernel check permissions
+	 * on every access, cached names included (docs/design.md,
+	 * "Permissions"); a private one has one user and the daemon's checks.
+	 */
+	if (cfg.shared)
+		fuse_opt_add_arg(&args, "-odefault_permissions");
 
 	zo.rdonly = cfg.ro;
 	zo.commit_ms = cfg.commit ? cfg.commit * 1000u : 0;

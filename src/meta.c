@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * The in-DRAM metadata's tables and their primitives: the inode table,
- * directories (name hash plus readdir order), extents and the zone byte
+ * directories (hash tables in readdir order), extents and the zone byte
  * counts they drive, inodes and their xattrs.
  *
  * Nothing here checks a record: the primitives trust their callers, the
@@ -154,12 +154,19 @@ static uint32_t zm_name_hash(const char *name, size_t len)
 	return h ^ (h >> 15);
 }
 
+#define ZM_DIR_MIN_BITS 3
+
+/* The bucket of hash @h (or of cookie key @h >> 1) in a table of @bits. */
+static uint32_t zm_dir_bucket(uint32_t h, uint32_t bits)
+{
+	return (h >> 1) >> (31 - bits);
+}
+
 static int zm_dir_init(struct zm_dir *d)
 {
 	memset(d, 0, sizeof(*d));
-	d->hmask = 7;
-	d->htab = calloc(d->hmask + 1, sizeof(*d->htab));
-	d->next_cookie = 3; /* 1 and 2 are "." and ".." */
+	d->hbits = ZM_DIR_MIN_BITS;
+	d->htab = calloc(1u << d->hbits, sizeof(*d->htab));
 	return d->htab ? 0 : -ENOMEM;
 }
 
@@ -167,7 +174,7 @@ struct zm_dent *zm_lookup(const struct zm_inode *dir, const char *name,
 			  size_t len)
 {
 	uint32_t h = zm_name_hash(name, len);
-	struct zm_dent *d = dir->d.htab[h & dir->d.hmask];
+	struct zm_dent *d = dir->d.htab[zm_dir_bucket(h, dir->d.hbits)];
 
 	for (; d; d = d->hnext)
 		if (d->hash == h && d->name_len == len &&
@@ -177,55 +184,39 @@ struct zm_dent *zm_lookup(const struct zm_inode *dir, const char *name,
 }
 
 /*
- * Both tables are allocated before either is touched, so that a failure
- * leaves the directory as it was. A full order table that is more than
- * half holes is compacted instead of grown (cookies stay, so readdir
- * positions stay valid); that needs no memory and comes last.
+ * The table doubles before an add would take it past one entry per
+ * bucket; that is the only allocation, made before anything is touched,
+ * so a failure leaves the directory as it was. Doubling splits bucket b
+ * into 2b and 2b + 1 by the next bit of the hash: walking each old chain
+ * in order and appending keeps the new chains sorted.
  */
 int zm_dir_reserve(struct zm_dir *d)
 {
-	bool compact = d->olen == d->ocap && d->holes > d->olen / 2;
-	struct zm_dent **nt = NULL;
-	uint32_t nsize = 0, i, j;
+	uint32_t nbits = d->hbits + 1, i;
+	struct zm_dent **nt, **tail[2];
 
-	if (d->count + 1 > (d->hmask + 1)) {
-		nsize = (d->hmask + 1) * 2;
-		nt = calloc(nsize, sizeof(*nt));
-		if (!nt)
-			return -ENOMEM;
-	}
-	if (d->olen == d->ocap && !compact) {
-		uint32_t ncap = d->ocap ? d->ocap * 2 : 8;
-		struct zm_dslot *no = realloc(d->order, ncap * sizeof(*no));
+	if (d->count + 1 <= (1u << d->hbits) || d->hbits >= 31)
+		return 0;
+	nt = calloc(1u << nbits, sizeof(*nt));
+	if (!nt)
+		return -ENOMEM;
+	for (i = 0; i < (1u << d->hbits); i++) {
+		struct zm_dent *e = d->htab[i], *next;
 
-		if (!no) {
-			free(nt);
-			return -ENOMEM;
+		tail[0] = &nt[2 * i];
+		tail[1] = &nt[2 * i + 1];
+		for (; e; e = next) {
+			uint32_t half = zm_dir_bucket(e->hash, nbits) & 1;
+
+			next = e->hnext;
+			e->hnext = NULL;
+			*tail[half] = e;
+			tail[half] = &e->hnext;
 		}
-		d->order = no;
-		d->ocap = ncap;
 	}
-	if (nt) {
-		for (i = 0; i <= d->hmask; i++) {
-			struct zm_dent *e = d->htab[i], *next;
-
-			for (; e; e = next) {
-				next = e->hnext;
-				e->hnext = nt[e->hash & (nsize - 1)];
-				nt[e->hash & (nsize - 1)] = e;
-			}
-		}
-		free(d->htab);
-		d->htab = nt;
-		d->hmask = nsize - 1;
-	}
-	if (compact) {
-		for (i = 0, j = 0; i < d->olen; i++)
-			if (d->order[i].d)
-				d->order[j++] = d->order[i];
-		d->olen = j;
-		d->holes = 0;
-	}
+	free(d->htab);
+	d->htab = nt;
+	d->hbits = nbits;
 	return 0;
 }
 
@@ -243,45 +234,35 @@ struct zm_dent *zm_dent_new(const char *name, size_t len, uint64_t ino)
 	return e;
 }
 
+/*
+ * Entries of one hash are next to each other in their chain, by
+ * increasing number: the first gap in the numbers is @e's, and where it
+ * goes in the chain.
+ */
 void zm_dir_add(struct zm_dir *d, struct zm_dent *e)
 {
-	uint32_t h = e->hash & d->hmask;
+	struct zm_dent **pp = &d->htab[zm_dir_bucket(e->hash, d->hbits)];
+	uint64_t want = ZM_COOKIE(e->hash, 0);
 
-	e->cookie = d->next_cookie++;
-	e->hnext = d->htab[h];
-	d->htab[h] = e;
-	d->order[d->olen].cookie = e->cookie;
-	d->order[d->olen].d = e;
-	d->olen++;
-	d->count++;
-}
-
-static uint32_t zm_dir_slot(const struct zm_dir *d, uint64_t cookie)
-{
-	uint32_t lo = 0, hi = d->olen;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (d->order[mid].cookie < cookie)
-			lo = mid + 1;
-		else
-			hi = mid;
+	while (*pp && (*pp)->cookie < want)
+		pp = &(*pp)->hnext;
+	while (*pp && (*pp)->cookie == want) {
+		pp = &(*pp)->hnext;
+		want++;
 	}
-	return lo;
+	e->cookie = want;
+	e->hnext = *pp;
+	*pp = e;
+	d->count++;
 }
 
 void zm_dir_del(struct zm_dir *d, struct zm_dent *e)
 {
-	struct zm_dent **pp = &d->htab[e->hash & d->hmask];
-	uint32_t s;
+	struct zm_dent **pp = &d->htab[zm_dir_bucket(e->hash, d->hbits)];
 
 	while (*pp != e)
 		pp = &(*pp)->hnext;
 	*pp = e->hnext;
-	s = zm_dir_slot(d, e->cookie);
-	d->order[s].d = NULL;
-	d->holes++;
 	d->count--;
 	free(e);
 }
@@ -310,11 +291,23 @@ void zm_dent_del(struct zm_inode *dir, struct zm_dent *e)
 struct zm_dent *zm_dir_next(const struct zm_inode *dir, uint64_t after)
 {
 	const struct zm_dir *d = &dir->d;
-	uint32_t s = zm_dir_slot(d, after + 1);
+	uint32_t b = 0, n = 1u << d->hbits;
+	struct zm_dent *e;
 
-	for (; s < d->olen; s++)
-		if (d->order[s].d)
-			return d->order[s].d;
+	if (after >= 3) {
+		uint32_t key = (uint32_t)((after - 3) >> 32);
+
+		if (key >> 31)
+			return NULL; /* past every position */
+		b = key >> (31 - d->hbits);
+		for (e = d->htab[b]; e; e = e->hnext)
+			if (e->cookie > after)
+				return e;
+		b++;
+	}
+	for (; b < n; b++)
+		if (d->htab[b])
+			return d->htab[b];
 	return NULL;
 }
 
@@ -322,9 +315,14 @@ static void zm_dir_free(struct zm_dir *d)
 {
 	uint32_t i;
 
-	for (i = 0; i < d->olen; i++)
-		free(d->order[i].d);
-	free(d->order);
+	for (i = 0; d->htab && i < (1u << d->hbits); i++) {
+		struct zm_dent *e = d->htab[i], *next;
+
+		for (; e; e = next) {
+			next = e->hnext;
+			free(e);
+		}
+	}
 	free(d->htab);
 }
 
@@ -539,12 +537,14 @@ static void zm_xattrs_free(struct zm_xattr *x)
 void zm_inode_release(struct zm_inode *in)
 {
 	zm_xattrs_free(in->xattrs);
-	if (zm_is_dir(in))
+	if (zm_is_dir(in)) {
 		zm_dir_free(&in->d);
-	else if (zm_is_lnk(in))
+	} else if (zm_is_lnk(in)) {
 		free(in->target);
-	else if (zm_is_reg(in))
+	} else if (zm_is_reg(in)) {
 		free(in->f.ext);
+		free(in->f.pre);
+	}
 	free(in);
 }
 
@@ -557,6 +557,201 @@ void zm_drop_extents(struct zmeta *m, struct zm_inode *in)
 	for (k = 0; k < in->f.n_ext; k++)
 		zm_zone_sub(m, in->f.ext[k].addr, zm_fp(m, in->f.ext[k].len));
 	in->f.n_ext = 0;
+	m->prealloc_bytes -= ZF_MIN(m->prealloc_bytes, zm_pre_bytes(in));
+	in->f.n_pre = 0;
+}
+
+/* ---- reserved ranges (fallocate) ------------------------------------------------ */
+
+uint64_t zm_pre_bytes(const struct zm_inode *i)
+{
+	uint64_t sum = 0;
+	uint32_t k;
+
+	for (k = 0; k < i->f.n_pre; k++)
+		sum += i->f.pre[k].len;
+	return sum;
+}
+
+/* Index of the first range of @i that ends after @off. */
+static uint32_t zm_pre_find(const struct zm_inode *i, uint64_t off)
+{
+	uint32_t lo = 0, hi = i->f.n_pre;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (i->f.pre[mid].off + i->f.pre[mid].len <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+uint64_t zm_pre_overlap(const struct zm_inode *i, uint64_t off, uint64_t end)
+{
+	uint64_t sum = 0;
+	uint32_t k;
+
+	for (k = zm_pre_find(i, off);
+	     k < i->f.n_pre && i->f.pre[k].off < end; k++)
+		sum += ZF_MIN(end, i->f.pre[k].off + i->f.pre[k].len) -
+		       ZF_MAX(off, i->f.pre[k].off);
+	return sum;
+}
+
+/*
+ * The gaps of [@off, @end) (block aligned): blocks that no extent touches
+ * (an extent's blocks are whole on the device) and no range holds. Walks
+ * the extents and the ranges together, both sorted. Stores the gaps in
+ * @out when given; returns their bytes, and their count in *@n.
+ */
+static uint64_t zm_pre_gaps(const struct zmeta *m, const struct zm_inode *i,
+			    uint64_t off, uint64_t end, struct zm_range *out,
+			    uint32_t *n)
+{
+	uint64_t bs = m->block_size, pos = off, total = 0;
+	uint32_t k = zm_extent_find(i, off), p = zm_pre_find(i, off);
+
+	*n = 0;
+	while (pos < end) {
+		uint64_t cs = UINT64_MAX, ce = 0, gap_end;
+		bool ext = false;
+
+		if (k < i->f.n_ext) {
+			const struct zm_extent *e = &i->f.ext[k];
+
+			cs = ZF_ROUND_DOWN(e->foff, bs);
+			ce = ZF_ROUND_UP(e->foff + e->len, bs);
+			ext = true;
+		}
+		if (p < i->f.n_pre && i->f.pre[p].off < cs) {
+			cs = i->f.pre[p].off;
+			ce = cs + i->f.pre[p].len;
+			ext = false;
+		}
+		gap_end = ZF_MIN(cs, end);
+		if (gap_end > pos) {
+			if (out)
+				out[*n] = (struct zm_range){ pos, gap_end - pos };
+			(*n)++;
+			total += gap_end - pos;
+		}
+		if (cs >= end)
+			break;
+		pos = ZF_MAX(pos, ce);
+		if (ext)
+			k++;
+		else
+			p++;
+	}
+	return total;
+}
+
+uint64_t zm_pre_need(const struct zmeta *m, const struct zm_inode *i,
+		     uint64_t off, uint64_t end)
+{
+	uint32_t n;
+
+	return zm_pre_gaps(m, i, off, end, NULL, &n);
+}
+
+int zm_pre_reserve(struct zm_inode *i, uint32_t more)
+{
+	uint64_t need = (uint64_t)i->f.n_pre + more, ncap;
+	struct zm_range *nr;
+
+	if (need <= i->f.cap_pre)
+		return 0;
+	if (need > UINT32_MAX)
+		return -ENOMEM;
+	ncap = ZF_MAX(need, i->f.cap_pre ? (uint64_t)i->f.cap_pre * 2 : 2);
+	ncap = ZF_MIN(ncap, (uint64_t)UINT32_MAX);
+	nr = realloc(i->f.pre, ncap * sizeof(*nr));
+	if (!nr)
+		return -ENOMEM;
+	i->f.pre = nr;
+	i->f.cap_pre = (uint32_t)ncap;
+	return 0;
+}
+
+void zm_pre_cut(struct zmeta *m, struct zm_inode *i, uint64_t off,
+		uint64_t end)
+{
+	struct zm_range *r = i->f.pre;
+	uint32_t n = i->f.n_pre, k = zm_pre_find(i, off), j;
+	uint64_t cut = 0;
+
+	if (off >= end || k == n || r[k].off >= end)
+		return;
+	if (r[k].off < off && r[k].off + r[k].len > end) {
+		/* Inside one range: it splits (room reserved). */
+		memmove(&r[k + 2], &r[k + 1], (n - k - 1) * sizeof(*r));
+		r[k + 1].off = end;
+		r[k + 1].len = r[k].off + r[k].len - end;
+		r[k].len = off - r[k].off;
+		i->f.n_pre = n + 1;
+		m->prealloc_bytes -= end - off;
+		return;
+	}
+	if (r[k].off < off) {
+		cut += r[k].off + r[k].len - off;
+		r[k].len = off - r[k].off;
+		k++;
+	}
+	for (j = k; j < n && r[j].off + r[j].len <= end; j++)
+		cut += r[j].len;
+	if (j < n && r[j].off < end) {
+		cut += end - r[j].off;
+		r[j].len -= end - r[j].off;
+		r[j].off = end;
+	}
+	memmove(&r[k], &r[j], (n - j) * sizeof(*r));
+	i->f.n_pre = n - (j - k);
+	m->prealloc_bytes -= ZF_MIN(m->prealloc_bytes, cut);
+}
+
+int zm_pre_add(struct zmeta *m, struct zm_inode *i, uint64_t off,
+	       uint64_t end)
+{
+	struct zm_range *gaps, *nr;
+	uint32_t ng, a = 0, b = 0, n = 0, cap;
+	uint64_t add = zm_pre_gaps(m, i, off, end, NULL, &ng);
+
+	if (!ng)
+		return 0;
+	if ((uint64_t)i->f.n_pre + ng > UINT32_MAX)
+		return -ENOMEM;
+	cap = i->f.n_pre + ng;
+	gaps = malloc(ng * sizeof(*gaps));
+	nr = malloc(cap * sizeof(*nr));
+	if (!gaps || !nr) {
+		free(gaps);
+		free(nr);
+		return -ENOMEM;
+	}
+	zm_pre_gaps(m, i, off, end, gaps, &ng);
+	/* Merge the two sorted lists; ranges that touch become one. */
+	while (a < i->f.n_pre || b < ng) {
+		struct zm_range next;
+
+		if (b == ng || (a < i->f.n_pre && i->f.pre[a].off < gaps[b].off))
+			next = i->f.pre[a++];
+		else
+			next = gaps[b++];
+		if (n && nr[n - 1].off + nr[n - 1].len == next.off)
+			nr[n - 1].len += next.len;
+		else
+			nr[n++] = next;
+	}
+	free(gaps);
+	free(i->f.pre);
+	i->f.pre = nr;
+	i->f.n_pre = n;
+	i->f.cap_pre = cap;
+	m->prealloc_bytes += add;
+	return 0;
 }
 
 void zm_inode_free(struct zmeta *m, struct zm_inode *in)

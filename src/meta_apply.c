@@ -328,7 +328,12 @@ static int zm_apply_rename(struct zmeta *m, const void *p, uint32_t len,
 	return 0;
 }
 
-/* Truncate @i's mapping to @size bytes. */
+/*
+ * Truncate @i's mapping to @size bytes. A size not above the current one
+ * also releases the reserved blocks from the first one past it, as ext4's
+ * truncate frees fallocated blocks past EOF (a cut to the end splits no
+ * range: it needs no room).
+ */
 static int zm_truncate(struct zmeta *m, struct zm_inode *i, uint64_t size)
 {
 	int ret;
@@ -339,6 +344,9 @@ static int zm_truncate(struct zmeta *m, struct zm_inode *i, uint64_t size)
 			return ret;
 		zm_punch(m, i, size, UINT64_MAX);
 	}
+	if (size <= i->size && zm_is_reg(i))
+		zm_pre_cut(m, i, ZF_ROUND_UP(size, (uint64_t)m->block_size),
+			   UINT64_MAX);
 	i->size = size;
 	return 0;
 }
@@ -462,14 +470,55 @@ static int zm_apply_extent(struct zmeta *m, const void *p, uint32_t len,
 			      (unsigned long long)elen);
 	ret = zm_extent_reserve(in, 2);
 	if (!ret)
+		ret = zm_pre_reserve(in, 1);
+	if (!ret)
 		ret = zm_csum_room(m, zm_zone_of(m, addr));
 	if (ret)
 		return ret;
 	zm_csum_set(m, addr, ZF_CSUMS(addr, elen, m->block_size), r + 1);
 	zm_extent_set(m, in, foff, addr, elen);
+	/* Its blocks are written now: what was reserved for them is used. */
+	zm_pre_cut(m, in, ZF_ROUND_DOWN(foff, (uint64_t)m->block_size),
+		   ZF_ROUND_UP(foff + elen, (uint64_t)m->block_size));
 	if (le64toh(r->size) > in->size)
 		in->size = le64toh(r->size);
 	in->mtime = in->ctime = zm_le_time(r->mtime);
+	return 0;
+}
+
+static int zm_apply_prealloc(struct zmeta *m, const void *p, uint32_t len,
+			     char *why, size_t wl)
+{
+	const struct zf_rec_prealloc *r = p;
+	uint64_t off, plen, size, bs = m->block_size;
+	struct zm_inode *in;
+	int ret;
+
+	if (len != sizeof(*r))
+		return zm_bad(why, wl, "PREALLOC record length mismatch");
+	in = zm_iget(m, le64toh(r->ino));
+	off = le64toh(r->off);
+	plen = le64toh(r->len);
+	size = le64toh(r->size);
+	if (!in && zm_freed_ino(m, le64toh(r->ino)))
+		return 0;
+	if (!in || !zm_is_reg(in))
+		return zm_bad(why, wl, "PREALLOC of missing file %llu",
+			      (unsigned long long)le64toh(r->ino));
+	if (!plen || off % bs || plen % bs || off > ZF_MAX_FILE_SIZE ||
+	    plen > ZF_MAX_FILE_SIZE - off || size > ZF_MAX_FILE_SIZE)
+		return zm_bad(why, wl,
+			      "PREALLOC of file %llu: bad range %llu+%llu or size %llu",
+			      (unsigned long long)in->ino,
+			      (unsigned long long)off,
+			      (unsigned long long)plen,
+			      (unsigned long long)size);
+	ret = zm_pre_add(m, in, off, off + plen);
+	if (ret)
+		return ret;
+	if (size > in->size)
+		in->size = size;
+	in->ctime = zm_le_time(r->ctime);
 	return 0;
 }
 
@@ -606,6 +655,8 @@ int zm_apply(struct zmeta *m, uint16_t type, const void *p, uint32_t len,
 		return zm_apply_extent(m, p, len, why, wl);
 	case ZF_REC_EXTENT_MOVE:
 		return zm_apply_extent_move(m, p, len, why, wl);
+	case ZF_REC_PREALLOC:
+		return zm_apply_prealloc(m, p, len, why, wl);
 	case ZF_REC_INODE_FREE:
 		if (len != sizeof(*ri))
 			return zm_bad(why, wl, "INODE_FREE length mismatch");

@@ -68,12 +68,28 @@ void zm_punch(struct zmeta *m, struct zm_inode *i, uint64_t start,
  */
 void zm_extent_set(struct zmeta *m, struct zm_inode *i, uint64_t foff,
 		   uint64_t addr, uint64_t len);
+/*
+ * Reserved ranges. zm_pre_cut() releases [@off, @end) of @i's ranges;
+ * it splits at most one range, for which zm_pre_reserve(@i, 1) must have
+ * made room (a cut to the end needs none). zm_pre_add() reserves what
+ * zm_pre_need() counts; it builds the new ranges aside, so a failure
+ * (-ENOMEM) leaves @i as it was.
+ */
+int zm_pre_reserve(struct zm_inode *i, uint32_t more);
+void zm_pre_cut(struct zmeta *m, struct zm_inode *i, uint64_t off,
+		uint64_t end);
+int zm_pre_add(struct zmeta *m, struct zm_inode *i, uint64_t off,
+	       uint64_t end);
+
 /* Does [addr, addr + len) lie in one zone that may hold data? */
 bool zm_data_range_ok(const struct zmeta *m, uint64_t addr, uint64_t len);
 
 /* Free an inode's memory (not its zone accounting). */
 void zm_inode_release(struct zm_inode *in);
-/* Give back the zone space of @in's data: it has no extents after. */
+/*
+ * Give back the zone space of @in's data and its reserved ranges: it has
+ * no extents and no ranges after.
+ */
 void zm_drop_extents(struct zmeta *m, struct zm_inode *in);
 bool zm_mode_valid(uint32_t mode);
 /* A name a directory may hold: not empty, ".", ".."; no '/' or NUL. */

@@ -136,6 +136,22 @@ static int zm_snap_inode(const struct zm_inode *in, struct zm_snap_buf *b,
 		if (ret)
 			return ret;
 	}
+	if (zm_is_reg(in) && in->f.n_pre) {
+		zm_snap_list_start(b, ZF_REC_SNAP_PREALLOC, in->ino);
+		for (k = 0; k < in->f.n_pre; k++) {
+			struct zf_snap_range r = {
+				.off = htole64(in->f.pre[k].off),
+				.len = htole64(in->f.pre[k].len),
+			};
+
+			ret = zm_snap_item(b, &r, sizeof(r), in->ino, emit, arg);
+			if (ret)
+				return ret;
+		}
+		ret = zm_snap_flush(b, emit, arg);
+		if (ret)
+			return ret;
+	}
 	if (in->xattrs) {
 		zm_snap_list_start(b, ZF_REC_SNAP_XATTRS, in->ino);
 		for (x = in->xattrs; x; x = x->next) {
@@ -383,6 +399,44 @@ static int zm_load_extents(struct zmeta *m, struct zm_inode *in,
 	return 0;
 }
 
+/*
+ * A file's reserved ranges, in one list or several in a row: block
+ * aligned, each after the one before with a gap between. That none
+ * touches an extent's blocks zm_verify() checks, over the whole state.
+ */
+static int zm_load_prealloc(struct zmeta *m, struct zm_inode *in,
+			    const void *items, uint32_t count, uint32_t len,
+			    char *why, size_t wl)
+{
+	const struct zf_snap_range *r = items;
+	uint64_t bs = m->block_size;
+	uint32_t k;
+
+	if (!zm_is_reg(in) || len != count * sizeof(*r))
+		return zm_bad(why, wl, "SNAP_PREALLOC of %llu: bad list",
+			      (unsigned long long)in->ino);
+	if (zm_pre_reserve(in, count))
+		return -ENOMEM;
+	for (k = 0; k < count; k++) {
+		uint64_t off = le64toh(r[k].off), rlen = le64toh(r[k].len);
+		const struct zm_range *last =
+			in->f.n_pre ? &in->f.pre[in->f.n_pre - 1] : NULL;
+
+		if (!rlen || off % bs || rlen % bs || off > ZF_MAX_FILE_SIZE ||
+		    rlen > ZF_MAX_FILE_SIZE - off ||
+		    (last && last->off + last->len >= off))
+			return zm_bad(why, wl,
+				      "SNAP_PREALLOC of %llu: range at %llu is bad",
+				      (unsigned long long)in->ino,
+				      (unsigned long long)off);
+		in->f.pre[in->f.n_pre].off = off;
+		in->f.pre[in->f.n_pre].len = rlen;
+		in->f.n_pre++;
+		m->prealloc_bytes += rlen;
+	}
+	return 0;
+}
+
 static int zm_load_xattrs(struct zm_inode *in, const char *p, uint32_t count,
 			  uint32_t len, char *why, size_t wl)
 {
@@ -474,6 +528,8 @@ static int zm_load_list(struct zmeta *m, uint16_t type, const void *p,
 	switch (type) {
 	case ZF_REC_SNAP_EXTENTS:
 		return zm_load_extents(m, in, h + 1, count, len, why, wl);
+	case ZF_REC_SNAP_PREALLOC:
+		return zm_load_prealloc(m, in, h + 1, count, len, why, wl);
 	case ZF_REC_SNAP_XATTRS:
 		return zm_load_xattrs(in, (const char *)(h + 1), count, len,
 				      why, wl);
@@ -632,6 +688,7 @@ int zm_snap_load(struct zmeta *m, uint16_t type, const void *p, uint32_t len,
 	case ZF_REC_SNAP_DENTS:
 	case ZF_REC_SNAP_EXTENTS:
 	case ZF_REC_SNAP_XATTRS:
+	case ZF_REC_SNAP_PREALLOC:
 		return zm_load_list(m, type, p, len, why, wl);
 	case ZF_REC_SNAP_ZONES:
 		if (len < sizeof(*sz))

@@ -61,6 +61,46 @@ static int zm_verify_extents(const struct zmeta *m, const struct zm_inode *in,
 }
 
 /*
+ * One regular file's reserved ranges: block aligned, sorted, apart (a
+ * gap between each two: zm_pre_add() joins ranges that touch), within the
+ * largest file, and on no block an extent touches (the EXTENT that maps a
+ * block releases its reservation). Ranges may lie past the size
+ * (fallocate with FALLOC_FL_KEEP_SIZE).
+ */
+static int zm_verify_prealloc(const struct zmeta *m,
+			      const struct zm_inode *in, char *why, size_t wl)
+{
+	unsigned long long ino = (unsigned long long)in->ino;
+	uint64_t bs = m->block_size;
+	uint32_t k, e = 0;
+
+	for (k = 0; k < in->f.n_pre; k++) {
+		const struct zm_range *r = &in->f.pre[k];
+
+		if (!r->len || r->off % bs || r->len % bs ||
+		    r->off > ZF_MAX_FILE_SIZE ||
+		    r->len > ZF_MAX_FILE_SIZE - r->off)
+			return zm_bad(why, wl,
+				      "inode %llu: reserved range %u at %llu is empty, unaligned or too far",
+				      ino, k, (unsigned long long)r->off);
+		if (k && in->f.pre[k - 1].off + in->f.pre[k - 1].len >= r->off)
+			return zm_bad(why, wl,
+				      "inode %llu: reserved range %u at %llu overlaps or touches the one before it",
+				      ino, k, (unsigned long long)r->off);
+		while (e < in->f.n_ext &&
+		       ZF_ROUND_UP(in->f.ext[e].foff + in->f.ext[e].len, bs) <=
+			       r->off)
+			e++;
+		if (e < in->f.n_ext &&
+		    ZF_ROUND_DOWN(in->f.ext[e].foff, bs) < r->off + r->len)
+			return zm_bad(why, wl,
+				      "inode %llu: reserved range %u at %llu covers a block extent %u maps",
+				      ino, k, (unsigned long long)r->off, e);
+	}
+	return 0;
+}
+
+/*
  * The zone counts are added up again from the extents, each counted in
  * whole blocks (zm_fp()), as zm_zone_add() and zm_zone_sub() count them.
  * Every inode in the table counts, linked or not: an unlinked file that
@@ -68,7 +108,7 @@ static int zm_verify_extents(const struct zmeta *m, const struct zm_inode *in,
  */
 int zm_verify(const struct zmeta *m, char *why, size_t wl)
 {
-	uint64_t *valid, live = 0;
+	uint64_t *valid, live = 0, pre = 0;
 	uint32_t b, z;
 	int ret = 0;
 
@@ -84,8 +124,11 @@ int zm_verify(const struct zmeta *m, char *why, size_t wl)
 			if (!zm_is_reg(in))
 				continue;
 			ret = zm_verify_extents(m, in, why, wl);
+			if (!ret)
+				ret = zm_verify_prealloc(m, in, why, wl);
 			if (ret)
 				goto out_free;
+			pre += zm_pre_bytes(in);
 			for (k = 0; k < in->f.n_ext; k++)
 				valid[zm_zone_of(m, in->f.ext[k].addr)] +=
 					zm_fp(m, in->f.ext[k].len);
@@ -106,6 +149,11 @@ int zm_verify(const struct zmeta *m, char *why, size_t wl)
 			     "live_bytes is %llu, the zones' live bytes add up to %llu",
 			     (unsigned long long)m->live_bytes,
 			     (unsigned long long)live);
+	else if (m->prealloc_bytes != pre)
+		ret = zm_bad(why, wl,
+			     "prealloc_bytes is %llu, the files' reserved ranges add up to %llu",
+			     (unsigned long long)m->prealloc_bytes,
+			     (unsigned long long)pre);
 out_free:
 	free(valid);
 	return ret;

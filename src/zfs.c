@@ -86,6 +86,17 @@ static struct timespec zfs_ts(int64_t ns)
 	return ts;
 }
 
+/* The bytes staged chunk @c of @in takes beyond what @in has reserved. */
+static uint64_t zfs_staged_bytes(const struct zm_inode *in,
+				 const struct zfs_chunk *c)
+{
+	uint64_t pre = in->f.n_pre ? zm_pre_overlap(in, c->foff,
+						    c->foff + ZFS_CHUNK) :
+				     0;
+
+	return c->alloc > pre ? c->alloc - pre : 0;
+}
+
 /* Caller holds meta_lock; takes the rt lock to read data fields. */
 void zfs_fill_stat(struct zfs *fs, const struct zm_inode *in, struct stat *st)
 {
@@ -111,11 +122,16 @@ void zfs_fill_stat(struct zfs *fs, const struct zm_inode *in, struct stat *st)
 	if (zm_is_reg(in)) {
 		for (k = 0; k < in->f.n_ext; k++)
 			bytes += ZF_ROUND_UP(in->f.ext[k].len, (uint64_t)fs->bs);
+		/*
+		 * Reserved blocks count, as ext4's unwritten extents do;
+		 * staged data only where it is not already reserved.
+		 */
+		bytes += zm_pre_bytes(in);
 		if (rt) {
 			for (c = rt->open; c; c = c->next)
-				bytes += c->alloc;
+				bytes += zfs_staged_bytes(in, c);
 			for (c = rt->wb_first; c; c = c->next)
-				bytes += c->alloc;
+				bytes += zfs_staged_bytes(in, c);
 		}
 	} else if (zm_is_dir(in)) {
 		bytes = 4096;
@@ -314,13 +330,18 @@ int zfs_access(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 
 /* ---- setattr ---------------------------------------------------------------------- */
 
-/* Remove set-user-ID and set-group-ID as a write or truncate by a user does. */
-uint32_t zfs_kill_suid(const struct zfs_ctx *ctx, uint32_t mode)
+/*
+ * Remove set-user-ID and set-group-ID as a write or truncate by a user
+ * does (setattr_should_drop_suidgid()): root keeps them; anyone else
+ * loses set-user-ID, and set-group-ID when it means "execute as the
+ * group" or the writer is not in the file's group.
+ */
+uint32_t zfs_kill_suid(const struct zfs_ctx *ctx, uint32_t gid, uint32_t mode)
 {
-	if (ctx && ctx->uid == 0)
+	if (!ctx || ctx->uid == 0)
 		return mode;
 	mode &= ~(uint32_t)S_ISUID;
-	if ((mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+	if ((mode & S_IXGRP) || !zfs_in_group(ctx, gid))
 		mode &= ~(uint32_t)S_ISGID;
 	return mode;
 }
@@ -333,12 +354,33 @@ static int zfs_setattr_check(const struct zfs_ctx *ctx, struct zm_inode *in,
 {
 	int ret;
 
-	if ((set & ZFS_SET_MODE) && !zfs_is_owner(ctx, in))
+	/*
+	 * The kernel clears set-ID bits before a write with a SETATTR of
+	 * the mode on the writer's behalf (fuse_setattr(), ATTR_KILL_SUID),
+	 * whoever owns the file: a mode change that only takes set-ID bits
+	 * away is what a write would do anyway, and needs what a write needs.
+	 */
+	if ((set & ZFS_SET_MODE) && !zfs_is_owner(ctx, in)) {
+		uint32_t m = a->st_mode & 07777, cur = in->mode & 07777;
+
+		if ((set & ~(ZFS_SET_MODE | ZFS_SET_CTIME)) || m == cur ||
+		    (m | S_ISUID | S_ISGID) != (cur | S_ISUID | S_ISGID))
+			return -EPERM;
+		ret = zfs_perm(ctx, in, W_OK);
+		if (ret)
+			return ret;
+	}
+	/*
+	 * chown_ok()/chgrp_ok(): only root gives a file away; the owner may
+	 * "change" the owner to itself and the group to one of its own. A
+	 * non-owner may not even restate the current values.
+	 */
+	if ((set & ZFS_SET_UID) && ctx && ctx->uid &&
+	    (ctx->uid != in->uid || a->st_uid != in->uid))
 		return -EPERM;
-	if ((set & ZFS_SET_UID) && a->st_uid != in->uid && ctx && ctx->uid)
-		return -EPERM;
-	if ((set & ZFS_SET_GID) && a->st_gid != in->gid && ctx && ctx->uid &&
-	    (ctx->uid != in->uid || !zfs_in_group(ctx, a->st_gid)))
+	if ((set & ZFS_SET_GID) && ctx && ctx->uid &&
+	    (ctx->uid != in->uid ||
+	     (a->st_gid != in->gid && !zfs_in_group(ctx, a->st_gid))))
 		return -EPERM;
 	/*
 	 * Both times "now" (utimes(NULL), touch): the owner, or anyone who
@@ -418,13 +460,17 @@ int zfs_setattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 			rec.attr.gid = htole32(a->st_gid);
 			valid |= ZF_ATTR_GID;
 		}
-		/* chown of a non-directory clears set-ID bits, root's too. */
-		if (!zm_is_dir(in) && ((set & ZFS_SET_UID && a->st_uid != in->uid) ||
-				       (set & ZFS_SET_GID && a->st_gid != in->gid) ||
-				       (ctx && ctx->uid))) {
+		/*
+		 * chown of a non-directory clears set-user-ID, root's too, and
+		 * set-group-ID when it means "execute as the group" or the
+		 * caller is not in the group (chown_common(),
+		 * setattr_should_drop_sgid()).
+		 */
+		if (!zm_is_dir(in)) {
 			uint32_t m2 = mode & ~(uint32_t)S_ISUID;
 
-			if (mode & S_IXGRP)
+			if ((mode & S_IXGRP) ||
+			    (ctx && ctx->uid && !zfs_in_group(ctx, in->gid)))
 				m2 &= ~(uint32_t)S_ISGID;
 			if (m2 != mode) {
 				mode = m2;
@@ -433,7 +479,7 @@ int zfs_setattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 		}
 	}
 	if (set & ZFS_SET_SIZE) {
-		uint32_t m2 = zfs_kill_suid(ctx, mode);
+		uint32_t m2 = zfs_kill_suid(ctx, in->gid, mode);
 
 		rec.attr.size = htole64((uint64_t)a->st_size);
 		valid |= ZF_ATTR_SIZE;
@@ -612,17 +658,25 @@ int zfs_mknod(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t parent,
 	case S_IFREG:
 	case S_IFIFO:
 	case S_IFSOCK:
+		rdev = 0;
 		break;
 	case S_IFCHR:
 	case S_IFBLK:
-		/* Device nodes on a zoned data store: refused on purpose. */
-		return -EPERM;
+		/*
+		 * Stored like a fifo, with its device number; only root makes
+		 * one (CAP_MKNOD). Opening it is the kernel's business: FUSE
+		 * mounts are nodev unless the mount says dev.
+		 */
+		if (ctx && ctx->uid)
+			return -EPERM;
+		if ((uint64_t)rdev > UINT32_MAX)
+			return -EINVAL;
+		break;
 	default:
 		return -EINVAL;
 	}
-	(void)rdev;
 	return zfs_create_common(fs, ctx, parent, name, (uint32_t)mode & 0177777,
-				 0, NULL, 0, false, NULL, st);
+				 (uint32_t)rdev, NULL, 0, false, NULL, st);
 }
 
 int zfs_mkdir(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t parent,

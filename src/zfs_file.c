@@ -19,6 +19,10 @@
 
 #define ZFS_DAY_NS (86400ll * 1000000000ll)
 
+_Static_assert(!(ZFS_O_EXEC & (O_ACCMODE | O_CREAT | O_EXCL | O_NOCTTY |
+			       O_TRUNC | O_APPEND | O_NONBLOCK)),
+	       "ZFS_O_EXEC collides with an open(2) flag");
+
 /* ---- open, release ----------------------------------------------------------------------- */
 
 int zfs_open(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
@@ -30,7 +34,10 @@ int zfs_open(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 	struct zm_inode *in;
 	struct stat st;
 
-	if (acc == O_RDONLY || acc == O_RDWR)
+	/* execve(2) opens for reading but needs only execute permission. */
+	if (flags & ZFS_O_EXEC)
+		mask |= X_OK;
+	else if (acc == O_RDONLY || acc == O_RDWR)
 		mask |= R_OK;
 	if (acc == O_WRONLY || acc == O_RDWR)
 		mask |= W_OK;
@@ -193,9 +200,30 @@ ssize_t zfs_read(struct zfs *fs, uint64_t ino, void *buf, size_t size,
 	return ret;
 }
 
+/*
+ * What a write of @size bytes at @off of @in must have admitted by
+ * space_reserve(): its blocks, and two more for the partial blocks at its
+ * edges, less what the file has reserved there (fallocate): a write
+ * wholly inside reserved blocks needs nothing more, and so cannot fail
+ * with ENOSPC. Caller holds meta_lock and the file's rt lock (the ranges
+ * change under both).
+ */
+static uint64_t zfs_write_need(struct zfs *fs, const struct zm_inode *in,
+			       uint64_t off, size_t size)
+{
+	uint64_t bs = fs->bs, s = ZF_ROUND_DOWN(off, bs);
+	uint64_t e = ZF_ROUND_UP(off + size, bs);
+	uint64_t covered = in->f.n_pre ? zm_pre_overlap(in, s, e) : 0;
+
+	if (covered == e - s)
+		return 0;
+	return ZF_ROUND_UP((uint64_t)size, bs) + 2 * bs - covered;
+}
+
 ssize_t zfs_write(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 		  const void *buf, size_t size, off_t off, bool append)
 {
+	uint64_t admitted = 0, need;
 	struct zm_inode *in;
 	struct zfs_rt *rt;
 	ssize_t ret;
@@ -207,11 +235,22 @@ ssize_t zfs_write(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 		return ret;
 	if (!size)
 		return 0;
-	/* Space and memory first, with no lock held: they may wait. */
+	/*
+	 * Space and memory first, with no lock held: they may wait. While
+	 * files have reserved blocks, what this write needs is known only
+	 * under the locks (zfs_write_need()): it is looked at there first,
+	 * and the write comes back here for what it lacks.
+	 */
 	data_throttle(fs);
-	ret = space_reserve(fs, ZF_ROUND_UP(size, (uint64_t)fs->bs) + 2 * fs->bs);
-	if (ret)
-		return ret;
+	need = alloc_prealloc_bytes(fs) ? 0 :
+		ZF_ROUND_UP(size, (uint64_t)fs->bs) + 2 * fs->bs;
+again:
+	if (need > admitted) {
+		ret = space_reserve(fs, need - admitted);
+		if (ret)
+			goto out_unreserve;
+		admitted = need;
+	}
 	zlock_rd(&fs->meta_lock, ZLOCK_META);
 	in = zm_iget(&fs->m, ino);
 	rt = in ? in->rt : NULL;
@@ -223,10 +262,17 @@ ssize_t zfs_write(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 		zlock_wr(&rt->lock, ZLOCK_RT);
 		if (append)
 			off = (off_t)data_vsize(in);
+		need = zfs_write_need(fs, in, (uint64_t)off, size);
+		if (need > admitted) {
+			zlock_unrw(&rt->lock);
+			zlock_unrw(&fs->meta_lock);
+			goto again;
+		}
 		if ((uint64_t)off + size > ZFS_MAX_FILE_SIZE) {
 			ret = -EFBIG;
 		} else {
-			uint32_t mode = zfs_kill_suid(ctx, in->mode & 07777);
+			uint32_t mode = zfs_kill_suid(ctx, in->gid,
+						      in->mode & 07777);
 
 			if (mode != (in->mode & 07777)) {
 				struct zf_rec_setattr rec;
@@ -245,12 +291,14 @@ ssize_t zfs_write(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 		zlock_unrw(&rt->lock);
 	}
 	zlock_unrw(&fs->meta_lock);
-	/* data_write took what it needed from the reservation. */
-	alloc_unreserve(fs, ZF_ROUND_UP(size, (uint64_t)fs->bs) + 2 * fs->bs);
 	if (ret > 0) {
 		fs->host_bytes += (uint64_t)ret;
 		atomic_store(&fs->last_write_ns, zutil_now_mono_ns());
 	}
+out_unreserve:
+	/* data_write took what it needed from the reservation. */
+	if (admitted)
+		alloc_unreserve(fs, admitted);
 	return ret;
 }
 
@@ -392,34 +440,85 @@ out_unlock:
 	return ret;
 }
 
+/*
+ * fallocate(2), modes 0 and FALLOC_FL_KEEP_SIZE: a zone is written only
+ * at its write pointer, so nothing is written now; the blocks of the range
+ * that hold no data are reserved instead (a PREALLOC record): counted as
+ * used from now on, so that this call says ENOSPC if they do not fit and
+ * a later write into them never does (zfs_write_need()). Staged data is
+ * written out first, so that its blocks count as data, not as holes.
+ */
 int zfs_fallocate(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 		  int mode, off_t off, off_t len)
 {
-	struct stat a, st;
+	uint64_t bs = fs->bs, start, end, admitted = 0, need;
+	struct zf_rec_prealloc rec;
+	struct zm_inode *in;
+	struct zfs_rt *rt;
 	int ret;
 
+	(void)ctx; /* the kernel checked the open is writable */
 	if (off < 0 || len <= 0)
 		return -EINVAL;
 	if (mode & ~FALLOC_FL_KEEP_SIZE)
 		return -EOPNOTSUPP;
-	/*
-	 * Space cannot be preallocated in a zone (it is written only at the
-	 * write pointer): fallocate extends the size, the blocks come when
-	 * the data is written.
-	 */
-	if (mode & FALLOC_FL_KEEP_SIZE)
-		return 0;
-	ret = zfs_getattr(fs, ino, &st);
+	if ((uint64_t)off > ZFS_MAX_FILE_SIZE ||
+	    (uint64_t)len > ZFS_MAX_FILE_SIZE - (uint64_t)off)
+		return -EFBIG;
+	ret = rec_writable(fs);
 	if (ret)
 		return ret;
-	if (!S_ISREG(st.st_mode))
-		return S_ISDIR(st.st_mode) ? -EISDIR : -ENODEV;
-	if (off + len <= st.st_size)
-		return 0;
-	memset(&a, 0, sizeof(a));
-	a.st_size = off + len;
-	return zfs_setattr(fs, ctx, ino, &a, ZFS_SET_SIZE | ZFS_SET_HAVE_FH,
-			   &st);
+	start = ZF_ROUND_DOWN((uint64_t)off, bs);
+	end = ZF_ROUND_UP((uint64_t)off + (uint64_t)len, bs);
+	for (;;) {
+		zlock_wr(&fs->meta_lock, ZLOCK_META);
+		in = zm_iget(&fs->m, ino);
+		if (!in || !zm_is_reg(in)) {
+			ret = !in ? -ENOENT : zm_is_dir(in) ? -EISDIR : -ENODEV;
+			goto out_unlock;
+		}
+		rt = data_rt_get(fs, in);
+		if (!rt) {
+			ret = -ENOMEM;
+			goto out_unlock;
+		}
+		if (rt->open || rt->wb_first) {
+			/* The rt lives while the caller holds the file open. */
+			zlock_unrw(&fs->meta_lock);
+			ret = data_flush_inode(fs, rt);
+			if (ret)
+				goto out_unreserve;
+			zlock_wr(&fs->meta_lock, ZLOCK_META);
+			in = zm_iget(&fs->m, ino);
+			if (!in || in->rt != rt) {
+				ret = -ENOENT;
+				goto out_unlock;
+			}
+		}
+		need = zm_pre_need(&fs->m, in, start, end);
+		if (need <= admitted)
+			break;
+		zlock_unrw(&fs->meta_lock);
+		ret = space_reserve(fs, need - admitted);
+		if (ret)
+			goto out_unreserve;
+		admitted = need;
+	}
+	memset(&rec, 0, sizeof(rec));
+	rec.ino = htole64(ino);
+	rec.off = htole64(start);
+	rec.len = htole64(end - start);
+	if (!(mode & FALLOC_FL_KEEP_SIZE))
+		rec.size = htole64((uint64_t)off + (uint64_t)len);
+	rec.ctime = (int64_t)htole64((uint64_t)zutil_now_real_ns());
+	ret = rec_log(fs, ZF_REC_PREALLOC, &rec, sizeof(rec));
+out_unlock:
+	zlock_unrw(&fs->meta_lock);
+out_unreserve:
+	/* The record counts the reserved blocks now: the admission goes. */
+	if (admitted)
+		alloc_unreserve(fs, admitted);
+	return ret;
 }
 
 /* ---- directories ------------------------------------------------------------------------------ */

@@ -333,7 +333,7 @@ void zfs_fill_stat(struct zfs *fs, const struct zm_inode *in, struct stat *st);
 /* ---- zfs.c helpers shared by zfs_*.c ------------------------------------- */
 
 /* The largest file: a size or a write beyond it is -EFBIG. */
-#define ZFS_MAX_FILE_SIZE (1ull << 50)
+#define ZFS_MAX_FILE_SIZE ZF_MAX_FILE_SIZE
 /* ZFS_OPEN_* for an open of @in with access @acc (meta_lock exclusive). */
 unsigned int zfs_cache_mode(struct zm_inode *in, struct zfs_rt *rt, int acc);
 /* 0 if @ctx (NULL: the file system) may access @in for @mask, or -EACCES. */
@@ -342,8 +342,8 @@ int zfs_perm(const struct zfs_ctx *ctx, const struct zm_inode *in, int mask);
 void zfs_dattr(const struct zm_inode *in, struct zf_dattr *a);
 /* The live directory @ino in *@dp, or -ENOENT, -ENOTDIR (meta_lock held). */
 int zfs_get_dir(struct zfs *fs, uint64_t ino, struct zm_inode **dp);
-/* @mode less the set-ID bits a write or truncate by @ctx clears. */
-uint32_t zfs_kill_suid(const struct zfs_ctx *ctx, uint32_t mode);
+/* @mode less the set-ID bits a write or truncate by @ctx clears (@gid: the file's). */
+uint32_t zfs_kill_suid(const struct zfs_ctx *ctx, uint32_t gid, uint32_t mode);
 
 /* ---- data.c --------------------------------------------------------------- */
 
@@ -515,6 +515,8 @@ int alloc_reclaim(struct zfs *fs);
  * with nothing live are queued for their reset (alloc_reclaim()).
  */
 void alloc_release_heads(struct zfs *fs);
+/* The bytes files have reserved (fallocate), all files together. */
+uint64_t alloc_prealloc_bytes(struct zfs *fs);
 void alloc_space(struct zfs *fs, uint64_t *capacity, uint64_t *free,
 		 uint64_t *used, uint64_t *reclaimable);
 /* Free zones (empty or dead, ready for a reset), and data's floor. */

@@ -251,7 +251,7 @@ ssize_t zfs_getxattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 		ret = -ENOENT;
 	} else if (!zm_is_reg(in) && !zm_is_dir(in)) {
 		ret = -ENODATA;
-	} else {
+	} else if ((ret = zfs_perm(ctx, in, R_OK)) == 0) {
 		x = zm_xattr_get(in, name, strlen(name));
 		ret = x ? zfs_copy_out(x->data + x->name_len, x->value_len,
 				       value, size) :

@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "meta_i.h"
 #include "testutil.h"
 #include "zonefuse/crc32c.h"
 #include "zonefuse/meta.h"
@@ -360,6 +361,33 @@ static int mv(uint64_t ino, uint64_t old, uint64_t new, uint64_t len)
 	return apply(ZF_REC_EXTENT_MOVE, rb, sizeof(*r));
 }
 
+/* PREALLOC of [@off, @off + @len) of @ino; @size 0 keeps the size. */
+static int pre(uint64_t ino, uint64_t off, uint64_t len, uint64_t size)
+{
+	struct zf_rec_prealloc *r = (void *)rb;
+
+	r->ino = htole64(ino);
+	r->off = htole64(off);
+	r->len = htole64(len);
+	r->size = htole64(size);
+	r->ctime = (int64_t)htole64((uint64_t)tick());
+	return apply(ZF_REC_PREALLOC, rb, sizeof(*r));
+}
+
+/* @ino's reserved ranges are exactly the pairs given. */
+#define PRE_IS(ino, ...)                                                      \
+	do {                                                                  \
+		const struct zm_range w_[] = { __VA_ARGS__ };                 \
+		const struct zm_inode *i_ = zm_iget(&m, (ino));               \
+		uint32_t k_;                                                  \
+		ck_assert_ptr_nonnull(i_);                                    \
+		ck_assert_uint_eq(i_->f.n_pre, ZF_ARRAY_SIZE(w_));            \
+		for (k_ = 0; k_ < ZF_ARRAY_SIZE(w_); k_++) {                  \
+			ck_assert_uint_eq(i_->f.pre[k_].off, w_[k_].off);     \
+			ck_assert_uint_eq(i_->f.pre[k_].len, w_[k_].len);     \
+		}                                                             \
+	} while (0)
+
 static int ifree(uint64_t ino)
 {
 	struct zf_rec_ino *r = (void *)rb;
@@ -499,6 +527,7 @@ static void fp_take(const struct zmeta *mm, struct fp *f)
 		fp_put(f, &mm->zones[i].state, 1);
 	}
 	fp_put(f, &mm->live_bytes, sizeof(mm->live_bytes));
+	fp_put(f, &mm->prealloc_bytes, sizeof(mm->prealloc_bytes));
 	fp_put(f, &mm->next_ino, sizeof(mm->next_ino));
 	fp_put(f, &mm->nr_inodes, sizeof(mm->nr_inodes));
 	fp_put(f, &mm->nr_dirs, sizeof(mm->nr_dirs));
@@ -511,8 +540,6 @@ static void fp_take(const struct zmeta *mm, struct fp *f)
 			fp_put(f, &in->ino, sizeof(in->ino));
 			if (zm_is_dir(in)) {
 				fp_put(f, &in->d.count, sizeof(in->d.count));
-				fp_put(f, &in->d.next_cookie,
-				       sizeof(in->d.next_cookie));
 			}
 		}
 	}
@@ -1433,7 +1460,7 @@ static int snap_emit(void *arg, uint16_t type, const void *p, uint32_t len)
 
 	ck_assert_uint_le(len, ZF_REC_MAX);
 	ck_assert_uint_ge(type, ZF_REC_SNAP_BEGIN);
-	ck_assert_uint_le(type, ZF_REC_SNAP_CSUMS);
+	ck_assert_uint_le(type, ZF_REC_SNAP_PREALLOC);
 	if (s->len + need > s->cap) {
 		s->cap = (s->len + need) * 2;
 		s->b = realloc(s->b, s->cap);
@@ -2127,9 +2154,9 @@ static void fill_dir(uint64_t dir, uint64_t ino, uint32_t n)
 }
 
 /*
- * CREATE: the inode, its directory tables, its entry, the parent's hash
- * and order tables, a symlink's target, the inode table. Directory 2 holds
- * 8 names (its hash of 8 and its order table of 8 are full) and the inode
+ * CREATE: the inode, its directory table, its entry, the parent's hash
+ * table, a symlink's target, the inode table. Directory 2 holds
+ * 8 names (its hash table of 8 is full) and the inode
  * table of 1024 holds 512 inodes (the next one doubles it).
  */
 START_TEST(test_nomem_create)
@@ -2140,8 +2167,8 @@ START_TEST(test_nomem_create)
 	ck_assert_uint_eq(m.nr_inodes, 512);
 	ck_assert_uint_eq(m.imask, 1023);
 
-	/* inode, entry, hash, order, target, inode table */
-	ck_assert_uint_ge(NOMEM(mk(2, 600, S_LNK, "s", "target")), 6);
+	/* inode, entry, hash, target, inode table */
+	ck_assert_uint_ge(NOMEM(mk(2, 600, S_LNK, "s", "target")), 5);
 	ck_assert_uint_eq(m.imask, 2047);
 	ck_assert_str_eq(iget(600)->target, "target");
 	ck_assert_uint_eq(child(2, "s"), 600);
@@ -2165,19 +2192,19 @@ START_TEST(test_nomem_names)
 	ck_assert_int_eq(mk(ROOT, 22, S_DIR, "e", NULL), 0);
 	fill_dir(22, 30, 8);
 
-	/* entry, hash, order */
-	ck_assert_uint_ge(NOMEM(lnk(2, 20, "link")), 3);
+	/* entry, hash */
+	ck_assert_uint_ge(NOMEM(lnk(2, 20, "link")), 2);
 	ck_assert_uint_eq(iget(20)->nlink, 2);
 	ck_assert_uint_eq(NOMEM(unl(2, 20, "link")), 0);
 	ck_assert_uint_eq(iget(20)->nlink, 1);
 
-	/* Into a full directory, and inside one: entry, hash, order. */
-	ck_assert_uint_ge(NOMEM(ren(ROOT, "g", 22, "g2", 21, 0, 0)), 3);
+	/* Into a full directory, and inside one: entry, hash. */
+	ck_assert_uint_ge(NOMEM(ren(ROOT, "g", 22, "g2", 21, 0, 0)), 2);
 	ck_assert_uint_eq(child(22, "g2"), 21);
 	ck_assert_uint_eq(child(ROOT, "g"), 0);
 	ck_assert_int_eq(mk(ROOT, 23, S_DIR, "h", NULL), 0);
 	fill_dir(23, 40, 8);
-	ck_assert_uint_ge(NOMEM(ren(23, "n0", 23, "renamed", 40, 0, 0)), 3);
+	ck_assert_uint_ge(NOMEM(ren(23, "n0", 23, "renamed", 40, 0, 0)), 2);
 	ck_assert_uint_eq(child(23, "renamed"), 40);
 
 	/* Over a victim, and an exchange: no entry is made. */
@@ -2187,16 +2214,6 @@ START_TEST(test_nomem_names)
 	ck_assert_uint_eq(xchg, 0);
 	ck_assert_uint_eq(child(ROOT, "f"), 3);
 
-	/* Holes enough: the order table is compacted, not grown. */
-	ck_assert_int_eq(mk(ROOT, 50, S_DIR, "holes", NULL), 0);
-	fill_dir(50, 51, 8);
-	ck_assert_int_eq(unl(50, 51, "n0"), 0);
-	ck_assert_int_eq(unl(50, 52, "n1"), 0);
-	ck_assert_int_eq(unl(50, 53, "n2"), 0);
-	ck_assert_int_eq(unl(50, 54, "n3"), 0);
-	ck_assert_int_eq(unl(50, 55, "n4"), 0);
-	ck_assert_uint_ge(NOMEM(lnk(50, 20, "again")), 1); /* the entry */
-	ck_assert_uint_eq(iget(50)->d.ocap, 8);
 }
 END_TEST
 
@@ -2291,6 +2308,27 @@ START_TEST(test_nomem_xattr)
 	ck_assert_uint_eq(zm_xattr_get(iget(2), "user.a", 6)->value_len, 5);
 	ck_assert_uint_eq(NOMEM(xdel(2, "user.a")), 0);
 	ck_assert_ptr_null(iget(2)->xattrs);
+}
+END_TEST
+
+/*
+ * PREALLOC builds its new ranges aside (one allocation each for the gaps
+ * and the merged list); an EXTENT inside a range needs room to split it.
+ * Loaded from a snapshot, the range list is exactly full.
+ */
+START_TEST(test_nomem_prealloc)
+{
+	ck_assert_int_eq(mk(ROOT, 2, S_REG, "f", NULL), 0);
+	ck_assert_int_eq(ext(2, 0, Z(4), BS), 0);
+	ck_assert_int_eq(ext(2, 4 * BS, Z(4) + BS, BS), 0);
+	ck_assert_uint_ge(NOMEM(pre(2, 0, 8 * BS, 0)), 2);
+	PRE_IS(2, { BS, 3 * BS }, { 5 * BS, 3 * BS });
+	reload();
+	ck_assert_uint_eq(iget(2)->f.cap_pre, 2);
+	ck_assert_uint_ge(NOMEM(ext(2, 6 * BS, Z(5), BS)), 1);
+	PRE_IS(2, { BS, 3 * BS }, { 5 * BS, BS }, { 7 * BS, BS });
+	ck_assert_uint_eq(m.prealloc_bytes, 5 * BS);
+	valid_consistent(&m);
 }
 END_TEST
 
@@ -2432,6 +2470,16 @@ static void vd_wrap(struct zmeta *b)
 	vext(b, 2)->foff = UINT64_MAX - 100;
 }
 
+static void vd_pre_on_extent(struct zmeta *b)
+{
+	zm_iget(b, 600)->f.pre[0].off = 8192;
+}
+
+static void vd_pre_bytes(struct zmeta *b)
+{
+	b->prealloc_bytes += 4096;
+}
+
 /*
  * Each damage, done to a copy of the state (through its snapshot, which
  * zm_verify() accepts first): refused with -EUCLEAN and a reason that
@@ -2448,6 +2496,8 @@ START_TEST(test_verify_rejects)
 		{ vd_order, "inode 600:" }, { vd_size, "inode 600:" },
 		{ vd_cross, "inode 600:" }, { vd_no_zone, "inode 600:" },
 		{ vd_empty, "inode 600:" }, { vd_wrap, "inode 600:" },
+		{ vd_pre_on_extent, "inode 600: reserved range" },
+		{ vd_pre_bytes, "prealloc_bytes" },
 	};
 	char bwhy[256];
 	uint32_t i;
@@ -2457,6 +2507,7 @@ START_TEST(test_verify_rejects)
 	ck_assert_int_eq(ext(600, 0, Z(6), 8192), 0);
 	ck_assert_int_eq(ext(600, 8192, Z(7), 4096), 0);
 	ck_assert_int_eq(ext(600, 16384, Z(6) + 8192, 4096), 0);
+	ck_assert_int_eq(pre(600, 12288, 4096, 0), 0);
 	verify_ok();
 	for (i = 0; i < ZF_ARRAY_SIZE(dmg); i++) {
 		struct zmeta b;
@@ -2476,6 +2527,142 @@ START_TEST(test_verify_rejects)
 		free(s.b);
 	}
 	verify_ok(); /* the original is untouched */
+}
+END_TEST
+
+/*
+ * readdir positions come from the names: increasing along the walk,
+ * through table growth; a name removed and made again gets its old
+ * position; entries of one hash are numbered by the first free number.
+ */
+START_TEST(test_dir_positions)
+{
+	struct zm_inode *d;
+	struct zm_dent *e, *x[3];
+	uint64_t last = 0, was;
+	uint32_t n = 0, i;
+
+	ck_assert_int_eq(mk(ROOT, 2, S_DIR, "d", NULL), 0);
+	fill_dir(2, 100, 1000);
+	d = iget(2);
+	for (e = zm_dir_next(d, 0); e; e = zm_dir_next(d, e->cookie)) {
+		ck_assert_uint_gt(e->cookie, last);
+		ck_assert_uint_ge(e->cookie, 3);
+		ck_assert_uint_lt(e->cookie, 1ull << 63);
+		last = e->cookie;
+		n++;
+	}
+	ck_assert_uint_eq(n, 1000);
+	was = zm_lookup(d, "n500", 4)->cookie;
+	ck_assert_int_eq(unl(2, 600, "n500"), 0);
+	ck_assert_int_eq(mk(2, 2000, S_REG, "n500", NULL), 0);
+	ck_assert_uint_eq(zm_lookup(d, "n500", 4)->cookie, was);
+	/* Past the last position there is nothing; before the first, all. */
+	ck_assert_ptr_null(zm_dir_next(d, last));
+	ck_assert_ptr_null(zm_dir_next(d, UINT64_MAX));
+
+	/* Three names of one hash (forced): numbered 0, 1, 2; 0 is reused. */
+	for (i = 0; i < 3; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "h%u", i);
+		x[i] = zm_dent_new(name, strlen(name), 3000 + i);
+		ck_assert_ptr_nonnull(x[i]);
+		x[i]->hash = 0x12345678u;
+		ck_assert_int_eq(zm_dir_reserve(&d->d), 0);
+		zm_dir_add(&d->d, x[i]);
+		ck_assert_uint_eq(x[i]->cookie, ZM_COOKIE(0x12345678u, i));
+	}
+	zm_dir_del(&d->d, x[0]);
+	x[0] = zm_dent_new("h9", 2, 3009);
+	ck_assert_ptr_nonnull(x[0]);
+	x[0]->hash = 0x12345678u;
+	ck_assert_int_eq(zm_dir_reserve(&d->d), 0);
+	zm_dir_add(&d->d, x[0]);
+	ck_assert_uint_eq(x[0]->cookie, ZM_COOKIE(0x12345678u, 0));
+	ck_assert_ptr_eq(zm_dir_next(d, ZM_COOKIE(0x12345678u, 0)), x[1]);
+	for (i = 0; i < 3; i++)
+		zm_dir_del(&d->d, x[i]);
+}
+END_TEST
+
+/*
+ * PREALLOC reserves the blocks of its range that no extent touches and
+ * no range holds (again: nothing more), sets a larger size unless asked
+ * not to; an EXTENT takes the blocks it writes out of the ranges (a
+ * range splits around them); a truncate to at most the size releases
+ * what lies past it, one beyond the size keeps it; a snapshot keeps the
+ * ranges; the inode's end releases them all.
+ */
+START_TEST(test_prealloc)
+{
+	struct zf_dattr a = { 0 };
+	uint64_t size;
+
+	ck_assert_int_eq(mk(ROOT, 2, S_REG, "f", NULL), 0);
+	ck_assert_int_eq(ext(2, 0, Z(4), 6144), 0); /* blocks 0 and 1 */
+	ck_assert_int_eq(pre(2, 0, 8 * BS, 8 * BS), 0);
+	PRE_IS(2, { 2 * BS, 6 * BS });
+	ck_assert_uint_eq(m.prealloc_bytes, 6 * BS);
+	ck_assert_uint_eq(iget(2)->size, 8 * BS);
+	ck_assert_uint_eq(zm_pre_need(&m, iget(2), 0, 8 * BS), 0);
+	ck_assert_int_eq(pre(2, 0, 8 * BS, 0), 0);
+	ck_assert_uint_eq(m.prealloc_bytes, 6 * BS);
+
+	/* 100 bytes written in block 4: the range splits around it. */
+	ck_assert_int_eq(ext_sz(2, 4 * BS + 10, Z(5), 100, 0), 0);
+	PRE_IS(2, { 2 * BS, 2 * BS }, { 5 * BS, 3 * BS });
+	ck_assert_uint_eq(m.prealloc_bytes, 5 * BS);
+	ck_assert_uint_eq(zm_pre_overlap(iget(2), 0, 8 * BS), 5 * BS);
+
+	/* Past the end, keeping the size; joined with a range it touches. */
+	ck_assert_int_eq(pre(2, 8 * BS, 8 * BS, 0), 0);
+	PRE_IS(2, { 2 * BS, 2 * BS }, { 5 * BS, 11 * BS });
+	ck_assert_uint_eq(iget(2)->size, 8 * BS);
+	valid_consistent(&m);
+	reload();
+	PRE_IS(2, { 2 * BS, 2 * BS }, { 5 * BS, 11 * BS });
+	ck_assert_uint_eq(m.prealloc_bytes, 13 * BS);
+
+	/* A larger size keeps them; the same size drops what is past it. */
+	size = 10 * BS;
+	a.size = size;
+	ck_assert_int_eq(setattr(2, ZF_ATTR_SIZE, &a), 0);
+	PRE_IS(2, { 2 * BS, 2 * BS }, { 5 * BS, 11 * BS });
+	a.size = size - 100;
+	ck_assert_int_eq(setattr(2, ZF_ATTR_SIZE, &a), 0);
+	PRE_IS(2, { 2 * BS, 2 * BS }, { 5 * BS, 5 * BS });
+	ck_assert_uint_eq(m.prealloc_bytes, 7 * BS);
+	a.size = 3 * BS;
+	ck_assert_int_eq(setattr(2, ZF_ATTR_SIZE, &a), 0);
+	PRE_IS(2, { 2 * BS, BS });
+	valid_consistent(&m);
+
+	/* The file's end gives everything back. */
+	ck_assert_int_eq(mk(ROOT, 3, S_REG, "g", NULL), 0);
+	ck_assert_int_eq(pre(3, 0, 4 * BS, 0), 0);
+	ck_assert_uint_eq(m.prealloc_bytes, 5 * BS);
+	ck_assert_int_eq(unl(ROOT, 2, "f"), 0);
+	ck_assert_uint_eq(m.prealloc_bytes, 4 * BS);
+	ck_assert_int_eq(unl(ROOT, 3, "g"), 0);
+	ck_assert_uint_eq(m.prealloc_bytes, 0);
+	verify_ok();
+}
+END_TEST
+
+/* A PREALLOC that does not fit changes nothing. */
+START_TEST(test_prealloc_refused)
+{
+	ck_assert_int_eq(mk(ROOT, 2, S_REG, "f", NULL), 0);
+	ck_assert_int_eq(mk(ROOT, 3, S_DIR, "d", NULL), 0);
+	REFUSED(pre(2, 100, BS, 0));
+	REFUSED(pre(2, 0, BS + 1, 0));
+	REFUSED(pre(2, 0, 0, 0));
+	REFUSED(pre(2, ZF_MAX_FILE_SIZE, BS, 0));
+	REFUSED(pre(2, 0, BS, ZF_MAX_FILE_SIZE + 1));
+	REFUSED(pre(3, 0, BS, 0));
+	REFUSED(pre(77, 0, BS, 0));
+	REFUSED(apply(ZF_REC_PREALLOC, rb, 8));
 }
 END_TEST
 
@@ -2504,7 +2691,8 @@ static Suite *meta_suite(void)
 {
 	const TTest *const nomem_tests[] = {
 		test_nomem_create,	test_nomem_names, test_nomem_extent,
-		test_nomem_extent_move, test_nomem_xattr, test_nomem_none,
+		test_nomem_extent_move, test_nomem_xattr, test_nomem_prealloc,
+		test_nomem_none,
 	};
 	const TTest *const verify_tests[] = {
 		test_verify_accepts,
@@ -2514,6 +2702,7 @@ static Suite *meta_suite(void)
 
 	add(s, "create", test_create);
 	add(s, "create_refused", test_create_refused);
+	add(s, "dir_positions", test_dir_positions);
 	add(s, "link_unlink", test_link_unlink);
 	add(s, "unlink_busy", test_unlink_busy);
 	add(s, "link_refused", test_link_refused);
@@ -2534,6 +2723,8 @@ static Suite *meta_suite(void)
 	add(s, "inode_free", test_inode_free);
 	add(s, "zone_reset", test_zone_reset);
 	add(s, "counters_and_unknown", test_counters_and_unknown);
+	add(s, "prealloc", test_prealloc);
+	add(s, "prealloc_refused", test_prealloc_refused);
 	add(s, "snap_roundtrip", test_snap_roundtrip);
 	add(s, "snap_large", test_snap_large);
 	add(s, "snap_orphan", test_snap_orphan);

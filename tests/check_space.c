@@ -320,6 +320,102 @@ START_TEST(test_reserve_enospc)
 }
 END_TEST
 
+/* Free bytes as df sees them. */
+static uint64_t df_free(struct zfs *fs)
+{
+	struct statvfs sv;
+
+	TU_OK(zfs_statfs(fs, &sv));
+	return (uint64_t)sv.f_bavail * sv.f_frsize;
+}
+
+static uint64_t blocks_of(struct zfs *fs, uint64_t ino)
+{
+	struct stat st;
+
+	TU_OK(zfs_getattr(fs, ino, &st));
+	return (uint64_t)st.st_blocks * 512;
+}
+
+/*
+ * fallocate reserves (issue 23, item 9): more than the free space is
+ * ENOSPC with nothing reserved; what fits counts at once in df and
+ * st_blocks, survives a remount, and a write into it succeeds when the
+ * rest of the device is full; truncate and unlink give it back.
+ */
+START_TEST(test_fallocate_reserves)
+{
+	struct zfs *fs;
+	uint64_t free0, half, ino, g;
+	unsigned int cache;
+	char *buf;
+
+	fs = mount_geom(24, 0, 0);
+	free0 = df_free(fs);
+	half = ZF_ROUND_DOWN(free0 / 2, (uint64_t)ZONE);
+	TU_OK(tu_write(fs, "/f", 0, 8, 1));
+	ino = (uint64_t)tu_ino(fs, "/f");
+	TU_OK(zfs_sync(fs));
+	free0 = df_free(fs);
+	TU_OK(zfs_open(fs, &tu_root_ctx, ino, O_RDWR, &cache));
+	ck_assert_int_eq(zfs_fallocate(fs, &tu_root_ctx, ino, 0, 0,
+				       (off_t)(2 * free0)),
+			 -ENOSPC);
+	ck_assert_uint_eq(df_free(fs), free0);
+	TU_OK(zfs_fallocate(fs, &tu_root_ctx, ino, FALLOC_FL_KEEP_SIZE, 0,
+			    (off_t)half));
+	/* The block holding the 8 bytes was data already. */
+	ck_assert_uint_eq(df_free(fs), free0 - (half - 4096));
+	ck_assert_uint_eq(blocks_of(fs, ino), half);
+	TU_OK(zfs_release(fs, ino, cache));
+	tu_unmount(fs);
+
+	fs = tu_mount(tu_img, false);
+	ck_assert_uint_eq(df_free(fs), free0 - (half - 4096));
+	ck_assert_uint_eq(blocks_of(fs, ino), half);
+	/* Fill the rest until ENOSPC. */
+	TU_OK(tu_write(fs, "/g", 0, 8, 2));
+	g = (uint64_t)tu_ino(fs, "/g");
+	TU_OK(zfs_open(fs, &tu_root_ctx, g, O_RDWR, &cache));
+	buf = calloc(1, ZONE / 4);
+	ck_assert_ptr_nonnull(buf);
+	for (uint64_t off = 0;; off += ZONE / 4) {
+		ssize_t n = zfs_write(fs, &tu_root_ctx, g, buf, ZONE / 4,
+				      (off_t)off, false);
+
+		if (n < 0) {
+			ck_assert_int_eq(n, -ENOSPC);
+			break;
+		}
+		ck_assert_uint_le(off, 2 * free0);
+	}
+	TU_OK(zfs_release(fs, g, cache));
+	TU_OK(zfs_sync(fs));
+	/*
+	 * Writes into the reserved range still succeed, all of them. (Not
+	 * over the first block: that is data, and rewriting data takes new
+	 * space on a zoned device until reclaim frees the old.)
+	 */
+	TU_OK(tu_write(fs, "/f", 4096, (size_t)half - 4096, 7));
+	TU_OK(zfs_sync(fs));
+	TU_OK(tu_verify(fs, "/f", 4096, (size_t)half - 4096, 7));
+	ck_assert_uint_eq(blocks_of(fs, ino), half);
+	/* Written: nothing is reserved any more; truncate frees the data. */
+	TU_OK(zfs_open(fs, &tu_root_ctx, ino, O_RDWR, &cache));
+	TU_OK(zfs_fallocate(fs, &tu_root_ctx, ino, FALLOC_FL_KEEP_SIZE,
+			    (off_t)half, 8 * 4096));
+	ck_assert_uint_eq(blocks_of(fs, ino), half + 8 * 4096);
+	TU_OK(zfs_release(fs, ino, cache));
+	TU_OK(tu_truncate(fs, "/f", half));
+	ck_assert_uint_eq(blocks_of(fs, ino), half);
+	TU_OK(tu_unlink(fs, "/g"));
+	TU_OK(tu_unlink(fs, "/f"));
+	ck_assert(tu_wait_freed(fs, ino));
+	free(buf);
+	tu_unmount(fs);
+}
+END_TEST
+
 /* ---- reclaim without memory ------------------------------------------- */
 
 static int fail_bufs; /* zdev_buf_alloc() calls to fail from now */
@@ -420,6 +516,7 @@ int main(void)
 	add(s, "writer_waits_for_slot", test_writer_waits_for_slot);
 	add(s, "private_falls_back", test_private_falls_back);
 	add(s, "reserve_enospc", test_reserve_enospc);
+	add(s, "fallocate_reserves", test_fallocate_reserves);
 	add(s, "collect_enomem", test_collect_enomem);
 	add(s, "private_head_enomem", test_private_head_enomem);
 	printf("check_space: the space policy, row by row, and what it makes writers do\n");

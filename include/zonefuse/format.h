@@ -161,6 +161,7 @@ enum zf_rec_type {
 	ZF_REC_NEXT = 13,	/* struct zf_rec_next: chain continues */
 	ZF_REC_UNMOUNT = 14,	/* empty: clean unmount */
 	ZF_REC_EXTENT_MOVE = 15, /* struct zf_rec_extent_move (reclaim) */
+	ZF_REC_PREALLOC = 16,	/* struct zf_rec_prealloc (fallocate) */
 
 	ZF_REC_SNAP_BEGIN = 32, /* struct zf_rec_snap_begin */
 	ZF_REC_SNAP_INODE = 33, /* struct zf_rec_snap_inode + symlink */
@@ -170,6 +171,7 @@ enum zf_rec_type {
 	ZF_REC_SNAP_ZONES = 37, /* struct zf_rec_snap_zones + zones */
 	ZF_REC_SNAP_END = 38,	/* struct zf_rec_snap_end */
 	ZF_REC_SNAP_CSUMS = 39, /* struct zf_rec_snap_csums + block CRCs */
+	ZF_REC_SNAP_PREALLOC = 40, /* struct zf_rec_snap_list + ranges */
 };
 
 /* Inode attributes as every record that carries them spells them. */
@@ -312,6 +314,28 @@ struct zf_rec_extent_move {
 _Static_assert(sizeof(struct zf_rec_extent_move) == 32,
 	       "zf_rec_extent_move size");
 
+/* The largest file: offsets and sizes beyond it are refused (EFBIG). */
+#define ZF_MAX_FILE_SIZE (1ull << 50)
+
+/*
+ * PREALLOC (fallocate): the blocks of [@off, @off + @len) of @ino that no
+ * extent maps and no earlier PREALLOC reserved are reserved: counted as
+ * used space, yet unwritten (they read as zeros). @off and @len are
+ * multiples of the block size, @off + @len <= ZF_MAX_FILE_SIZE. The size
+ * becomes max(size, @size); @ctime is the file's. A reserved block stops
+ * being reserved when an EXTENT maps any byte of it, when a SETATTR cuts
+ * the size to at most its start (a size not above the file's current
+ * one: ext4's truncate releases blocks past EOF), and with its inode.
+ */
+struct zf_rec_prealloc {
+	uint64_t ino;  /* 0 */
+	uint64_t off;  /* 8 */
+	uint64_t len;  /* 16 */
+	uint64_t size; /* 24 */
+	int64_t ctime; /* 32 */
+};
+_Static_assert(sizeof(struct zf_rec_prealloc) == 40, "zf_rec_prealloc size");
+
 struct zf_rec_ino {
 	uint64_t ino; /* 0 */
 };
@@ -367,7 +391,10 @@ struct zf_rec_snap_inode {
 _Static_assert(sizeof(struct zf_rec_snap_inode) == 80,
 	       "zf_rec_snap_inode size");
 
-/* Header of SNAP_DENTS, SNAP_EXTENTS, SNAP_XATTRS: @count items follow. */
+/*
+ * Header of SNAP_DENTS, SNAP_EXTENTS, SNAP_XATTRS, SNAP_PREALLOC: @count
+ * items follow.
+ */
 struct zf_rec_snap_list {
 	uint64_t ino;	/* 0 */
 	uint32_t count; /* 8 */
@@ -390,6 +417,16 @@ struct zf_snap_extent {
 	uint64_t len;  /* 16 */
 };
 _Static_assert(sizeof(struct zf_snap_extent) == 24, "zf_snap_extent size");
+
+/*
+ * SNAP_PREALLOC item: a reserved range of the file (PREALLOC), block
+ * aligned; a file's ranges are sorted, disjoint and not adjacent.
+ */
+struct zf_snap_range {
+	uint64_t off; /* 0 */
+	uint64_t len; /* 8 */
+};
+_Static_assert(sizeof(struct zf_snap_range) == 16, "zf_snap_range size");
 
 /* SNAP_XATTRS item, followed by name and value, then padding to 8. */
 struct zf_snap_xattr {

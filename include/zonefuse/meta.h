@@ -31,6 +31,11 @@ struct zm_extent {
 	uint64_t len;  /* bytes; never crosses a zone */
 };
 
+/* A reserved (fallocated, unwritten) range of a file: block aligned. */
+struct zm_range {
+	uint64_t off, len;
+};
+
 struct zm_xattr {
 	struct zm_xattr *next;
 	uint32_t value_len;
@@ -39,27 +44,34 @@ struct zm_xattr {
 };
 
 struct zm_dent {
-	struct zm_dent *hnext; /* hash chain */
+	struct zm_dent *hnext; /* hash chain, by increasing cookie */
 	uint64_t ino;
-	uint64_t cookie; /* readdir position: increasing, never reused */
+	/*
+	 * readdir position, from the name: ZM_COOKIE(hash, n) with n the
+	 * lowest number no other entry of the same hash has. A name removed
+	 * and made again (renamed away and back) gets its old position, so
+	 * a listing that has passed it does not meet it again (ext4's
+	 * hash-ordered readdir does the same).
+	 */
+	uint64_t cookie;
 	uint32_t hash;
 	uint16_t name_len;
 	char name[]; /* NUL-terminated */
 };
 
-/* Readdir order: entries by increasing cookie; removed ones leave d NULL. */
-struct zm_dslot {
-	uint64_t cookie;
-	struct zm_dent *d;
-};
+/* Positions 1 and 2 are "." and ".."; entries' start at 3, below 2^63. */
+#define ZM_COOKIE(hash, n) \
+	((((uint64_t)((hash) >> 1) << 32) | (uint64_t)(n)) + 3)
 
+/*
+ * A directory's names: a hash table indexed by the top bits of the hash
+ * (so bucket order is cookie order), each chain sorted by cookie; readdir
+ * walks buckets in order and needs no other index.
+ */
 struct zm_dir {
 	struct zm_dent **htab;
-	uint32_t hmask;
+	uint32_t hbits; /* the table has 1 << hbits buckets */
 	uint32_t count; /* live entries */
-	struct zm_dslot *order;
-	uint32_t olen, ocap, holes;
-	uint64_t next_cookie;
 };
 
 struct zm_inode {
@@ -73,6 +85,12 @@ struct zm_inode {
 		struct {
 			struct zm_extent *ext; /* sorted, disjoint */
 			uint32_t n_ext, cap_ext;
+			/*
+			 * Reserved ranges (PREALLOC): sorted, disjoint, not
+			 * adjacent, on blocks no extent touches.
+			 */
+			struct zm_range *pre;
+			uint32_t n_pre, cap_pre;
 		} f;
 		struct zm_dir d;
 		char *target; /* symlinks */
@@ -159,6 +177,7 @@ struct zmeta {
 	struct zm_zone *zones;
 	uint64_t zone_size;
 	uint64_t live_bytes; /* the sum of every zone's valid bytes */
+	uint64_t prealloc_bytes; /* the sum of every file's reserved ranges */
 	struct zm_counters counters;
 	uint64_t cur_seq; /* seq of the record being applied */
 	/* Snapshot being loaded: records so far, inodes announced. */
@@ -239,6 +258,18 @@ int zm_csum_check(const struct zmeta *m, uint64_t addr, const void *buf,
 
 /* Index of the extent containing or after @foff in @i (regular file). */
 uint32_t zm_extent_find(const struct zm_inode *i, uint64_t foff);
+
+/*
+ * Reserved ranges (fallocate). zm_pre_bytes(): what @i has reserved.
+ * zm_pre_need(): what a PREALLOC of [@off, @end) (block aligned) would
+ * add, the blocks in it that neither an extent touches nor a range holds.
+ * zm_pre_overlap(): bytes of [@off, @end) that @i's ranges hold.
+ */
+uint64_t zm_pre_bytes(const struct zm_inode *i);
+uint64_t zm_pre_need(const struct zmeta *m, const struct zm_inode *i,
+		     uint64_t off, uint64_t end);
+uint64_t zm_pre_overlap(const struct zm_inode *i, uint64_t off,
+			uint64_t end);
 
 /*
  * Repair helpers for fsck, which fixes the state in memory and then writes

@@ -188,7 +188,10 @@ int zfs_setattr(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 		const struct stat *attr, unsigned int to_set,
 		struct stat *st);
 
-/* Create a regular file, fifo or socket (device nodes: -EPERM). */
+/*
+ * Create a regular file, fifo, socket or (root only, else -EPERM) a
+ * device node with @rdev, the kernel's 32-bit encoding (FUSE's).
+ */
 int zfs_mknod(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t parent,
 	      const char *name, mode_t mode, dev_t rdev, struct stat *st);
 int zfs_mkdir(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t parent,
@@ -234,6 +237,13 @@ int zfs_access(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
  */
 #define ZFS_OPEN_NOCACHE (1u << 0)
 #define ZFS_OPEN_DROPCACHE (1u << 1)
+
+/*
+ * In zfs_open()'s flags: the open is execve(2)'s (the kernel's
+ * __FMODE_EXEC, which FUSE passes in OPEN's flags; open(2) cannot set it).
+ * It needs execute permission, not read.
+ */
+#define ZFS_O_EXEC 040
 
 /*
  * Open @ino with open(2) @flags (O_TRUNC truncates; permissions are

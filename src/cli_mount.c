@@ -20,6 +20,7 @@
 
 #include "cli.h"
 #include "fuse_ll.h"
+#include "xport.h"
 #include "zonefuse/util.h"
 #include "zonefuse/zfs.h"
 
@@ -39,6 +40,7 @@ struct mount_cfg {
 	uint32_t wb_threads;
 	uint32_t threads;
 	uint32_t readahead_kb;
+	char *transport; /* -o transport=, else $ZONEFUSE_TRANSPORT, else auto */
 	int ro, debug, foreground, help, version;
 };
 
@@ -63,6 +65,7 @@ static const struct fuse_opt mount_opts[] = {
 	MOUNT_NUM("writeback_threads", wb_threads),
 	MOUNT_NUM("threads", threads),
 	MOUNT_NUM("readahead_kb", readahead_kb),
+	{ "transport=%s", offsetof(struct mount_cfg, transport), 0 },
 	MOUNT_OPT("debug", debug),
 	MOUNT_OPT("-h", help),
 	MOUNT_OPT("--help", help),
@@ -128,6 +131,9 @@ static void mount_usage(FILE *f)
 		"  -o writeback_threads=N threads writing staged data to zones (default 2)\n"
 		"  -o threads=N           FUSE request threads (default 10)\n"
 		"  -o readahead_kb=KB     kernel readahead of the mount (default 4096)\n"
+		"  -o transport=auto|uring|dev\n"
+		"                         how FUSE requests arrive: io_uring queues when the\n"
+		"                         kernel has them on (auto, the default), or /dev/fuse\n"
 		"  -o debug               log every operation\n"
 		"Other -o options are FUSE's (see mount.fuse3(8)).\n");
 }
@@ -209,7 +215,9 @@ int cli_mount(int argc, char **argv)
 	struct fs_ll ll = { 0 };
 	struct zfs_opts zo = { 0 };
 	struct fuse_session *se = NULL;
-	const char *dev = NULL, *dir = NULL;
+	enum xp_choice xc = XP_AUTO;
+	struct xp *xp = NULL;
+	const char *dev = NULL, *dir = NULL, *tr;
 	char err[512] = "", *fsname = NULL, real[PATH_MAX], dir_real[PATH_MAX];
 	struct zfs *fs = NULL;
 	struct stat st;
@@ -256,6 +264,12 @@ int cli_mount(int argc, char **argv)
 	if (cfg.readahead_kb > MOUNT_MAX_RA_KB) {
 		cli_error("mount", "readahead_kb=%u: at most %u",
 			  cfg.readahead_kb, MOUNT_MAX_RA_KB);
+		ret = CLI_EXIT_USAGE;
+		goto out_args;
+	}
+	tr = cfg.transport ? cfg.transport : getenv("ZONEFUSE_TRANSPORT");
+	if (tr && *tr && xp_parse(tr, &xc)) {
+		cli_error("mount", "transport=%s: expected auto, uring or dev", tr);
 		ret = CLI_EXIT_USAGE;
 		goto out_args;
 	}
@@ -309,6 +323,12 @@ int cli_mount(int argc, char **argv)
 		cli_error("mount", "cannot start the FUSE session (an unknown -o option?)");
 		goto out_fs;
 	}
+	i = xp_create(se, fs, xc, &xp, err, sizeof(err));
+	if (i) {
+		cli_error("mount", "%s", i == -EOPNOTSUPP ? err : strerror(-i));
+		goto out_session;
+	}
+	ll.xp = xp;
 	if (fuse_set_signal_handlers(se)) {
 		cli_error("mount", "cannot set signal handlers");
 		goto out_session;
@@ -317,6 +337,10 @@ int cli_mount(int argc, char **argv)
 		cli_error("mount", "%s: mounting failed (is /dev/fuse there, and are you allowed to mount?)",
 			  dir);
 		goto out_signals;
+	}
+	if (xp_attach(xp)) {
+		cli_error("mount", "%s: cannot take over the FUSE session's I/O", dir);
+		goto out_unmount;
 	}
 	/* Not fatal: without it reads are slower, not wrong. */
 	i = mount_set_readahead(dir_real, cfg.readahead_kb);
@@ -342,7 +366,7 @@ int cli_mount(int argc, char **argv)
 	 * The loop returns the signal that ended it (libfuse's handlers:
 	 * SIGTERM, SIGINT, SIGHUP): an asked-for stop, as umount is.
 	 */
-	ret = fuse_session_loop_mt(se, loop);
+	ret = xp_loop(xp, loop);
 	ret = ret == SIGTERM || ret == SIGINT || ret == SIGHUP ? 0 : !!ret;
 	fuse_loop_cfg_destroy(loop);
 out_unmount:
@@ -351,6 +375,7 @@ out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
 	fuse_session_destroy(se);
+	xp_destroy(xp);
 out_fs:
 	i = zfs_unmount(fs);
 	if (i) {
@@ -361,6 +386,7 @@ out_fs:
 		zlog_info("%s unmounted cleanly", dev);
 	}
 out_args:
+	free(cfg.transport);
 	free(fsname);
 	fuse_opt_free_args(&args);
 	return ret;

@@ -273,6 +273,13 @@ static ssize_t xp_commit(struct xp_ent *e, const struct iovec *iov, int count)
 
 static bool xp_intercept(struct xp *xp, const struct fuse_in_header *in);
 
+void *xp_reply_buf(size_t size)
+{
+	struct xp_ent *e = xp_cur;
+
+	return e && size <= e->q->xp->payload ? e->buf + XP_HEADROOM : NULL;
+}
+
 /*
  * Serve the request the kernel put in @e. The kernel wrote the in header
  * to hdr->in_out, the opcode's own header (in_args[0], empty for some

@@ -50,6 +50,15 @@ int xp_loop(struct xp *xp, struct fuse_loop_config *cfg);
 /* Free @xp (NULL is fine); call after xp_loop() returned. */
 void xp_destroy(struct xp *xp);
 
+/*
+ * Where an operation on this thread may build a reply of @size bytes so
+ * that sending it copies nothing: the payload buffer of the io_uring
+ * entry whose request the thread serves (page-aligned, so the device can
+ * read into it), valid until the reply is sent. NULL otherwise (on
+ * /dev/fuse, or too big): use a buffer of your own.
+ */
+void *xp_reply_buf(size_t size);
+
 /* "uring" or "dev": what serves requests now. */
 const char *xp_name(const struct xp *xp);
 

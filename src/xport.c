@@ -113,13 +113,19 @@ struct xp {
 	int fd;		   /* the session's /dev/fuse, from xp_attach() */
 	int stop_fd;	   /* eventfd: the queues' threads stop when readable */
 
-	/* Set by the read hook on INIT, read by the writev hook after. */
+	/*
+	 * Written by the /dev/fuse thread that reads INIT, read by the one
+	 * that writes its reply (libfuse's threads): atomics.
+	 */
 	_Atomic uint64_t init_unique;
 	atomic_bool offered;
 
-	_Atomic(const char *) name; /* "dev" or "uring" */
-
-	/* The queues: set up in xp_init_reply(), freed in xp_destroy(). */
+	/*
+	 * The queues: written by xp_init_reply() before the go (go_lock
+	 * orders it before the threads' reads), read-only while they run,
+	 * freed after they are joined. Each queue's ring and entries are
+	 * its own thread's alone.
+	 */
 	struct xp_queue *q;
 	unsigned int nr_q;
 	size_t payload;
@@ -146,14 +152,9 @@ int xp_parse(const char *s, enum xp_choice *c)
 	return 0;
 }
 
-const char *xp_name(const struct xp *xp)
-{
-	return atomic_load(&((struct xp *)xp)->name);
-}
-
+/* What serves requests now, for the stats ("dev" or "uring"). */
 static void xp_set_name(struct xp *xp, const char *name)
 {
-	atomic_store(&xp->name, name);
 	zfs_set_transport(xp->fs, name);
 }
 

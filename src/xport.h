@@ -59,7 +59,4 @@ void xp_destroy(struct xp *xp);
  */
 void *xp_reply_buf(size_t size);
 
-/* "uring" or "dev": what serves requests now. */
-const char *xp_name(const struct xp *xp);
-
 #endif /* ZONEFUSE_XPORT_H */

@@ -57,7 +57,7 @@ WORKLOADS = [
     ("rss_per_file", "daemon RSS per file, after remount", "B", LO),
 ]
 WL = {w[0]: w for w in WORKLOADS}
-SYSTEMS = ["limit", "emu", "kernel", "peer", "zonefuse"]
+SYSTEMS = ["limit", "emu", "kernel", "peer", "zonefuse", "zonefuse-dev"]
 REFS = ["limit", "kernel", "peer"]
 
 # The issue's targets: (store, workload, kind, reference, bound, text).
@@ -142,6 +142,9 @@ def ratios(st):
             zf = median_of(st, store, wl, "zonefuse")
             r = {ref: ratio(wl, zf, median_of(st, store, wl, ref))
                  for ref in REFS}
+            # What zonefuse's io_uring transport gains over its /dev/fuse.
+            r["transport"] = ratio(wl, zf, median_of(st, store, wl,
+                                                     "zonefuse-dev"))
             # What FUSE itself costs: the peer against the kernel.
             r["peer_vs_kernel"] = ratio(wl, median_of(st, store, wl, "peer"),
                                         median_of(st, store, wl, "kernel"))
@@ -217,7 +220,8 @@ def tables(st, rt, tg, meta, md):
     """The report as lines of text, plain or Markdown."""
     lines = []
     head = ["workload", "unit", "limit", "emu", "kernel", "peer", "zonefuse",
-            "zf/limit", "zf/kernel", "zf/peer", "peer/kernel", "target"]
+            "zf-dev", "zf/limit", "zf/kernel", "zf/peer", "zf/zf-dev",
+            "peer/kernel", "target"]
     for store in ("ram", "disk"):
         if store not in st:
             continue
@@ -229,7 +233,8 @@ def tables(st, rt, tg, meta, md):
             rows.append([label, unit] +
                         [cell_text(st, store, wl, s) for s in SYSTEMS] +
                         [fmt_ratio(r.get(k)) for k in
-                         ("limit", "kernel", "peer", "peer_vs_kernel")] +
+                         ("limit", "kernel", "peer", "transport",
+                          "peer_vs_kernel")] +
                         [target_text(tg, store, wl)])
         where = meta.get("stores", {}).get(store, "")
         title = "%s-backed store (%s): medians of %d run(s)" % (
@@ -302,7 +307,10 @@ def header(meta):
     lines += m.get("notes", [])
     lines.append("ratios: how many times as fast zonefuse is as the "
                  "reference (>1: zonefuse ahead); emu is the emulator's "
-                 "raw path, limit the store's own O_DIRECT speed")
+                 "raw path, limit the store's own O_DIRECT speed; "
+                 "zonefuse uses its default transport (io_uring where the "
+                 "kernel has it on), zf-dev is zonefuse with "
+                 "-o transport=dev, zf/zf-dev the transport's gain")
     return lines
 
 

@@ -45,7 +45,9 @@ Settings come from the environment:
   MOUNT_FILES=N      files of the mount-time workload (default 100000;
                      QUICK: 10000)
   STORES="ram disk"  which backing stores
-  SYSTEMS="limit emu kernel peer zonefuse"
+  SYSTEMS="limit emu kernel peer zonefuse zonefuse-dev"
+                     (zonefuse: its default transport, io_uring where the
+                     kernel has it on; zonefuse-dev: -o transport=dev)
   ONLY="write read rand torch meta delete mount"  workload groups to run
   RAM_DIR=/dev/shm   DISK_DIR=/var/tmp   where the stores are
   ZONE_MB=64         zone size of the emulator images
@@ -90,7 +92,7 @@ torch_mb=${TORCH_MB:-$d_torch}
 meta_files=${META_FILES:-$d_meta}
 mount_files=${MOUNT_FILES:-$d_mount}
 stores=${STORES:-ram disk}
-systems=${SYSTEMS:-limit emu kernel peer zonefuse}
+systems=${SYSTEMS:-limit emu kernel peer zonefuse zonefuse-dev}
 groups=${ONLY:-write read rand torch meta delete mount}
 ram_dir=${RAM_DIR:-/dev/shm}
 disk_dir=${DISK_DIR:-/var/tmp}
@@ -317,16 +319,18 @@ fuse_umount()
 }
 
 # zonefuse mount of $img on $mnt; it returns once the file system is
-# mounted. zf_daemon then finds the daemon.
+# mounted. zf_daemon then finds the daemon. zf_sys_opts: the system's own
+# options (zonefuse-dev's transport).
+zf_sys_opts=()
 zf_mount()
 {
-	"$zf" mount "$img" "$mnt" "${zf_opts[@]}"
+	"$zf" mount "$img" "$mnt" "${zf_opts[@]}" "${zf_sys_opts[@]}"
 }
 
 zf_daemon()
 {
-	dpid=$($py "$helpers" pid-of "$zf" mount "$img" "$mnt" "${zf_opts[@]}") ||
-		return 1
+	dpid=$($py "$helpers" pid-of "$zf" mount "$img" "$mnt" "${zf_opts[@]}" \
+		"${zf_sys_opts[@]}") || return 1
 	daemon_of[$mnt]=$dpid
 }
 
@@ -334,6 +338,12 @@ zf_daemon()
 peer_set_ra()
 {
 	echo "$fuse_ra_kb" >"/sys/class/bdi/$(mountpoint -d "$mnt")/read_ahead_kb"
+}
+
+# zonefuse on either transport.
+is_zf()
+{
+	[ "$1" = zonefuse ] || [ "$1" = zonefuse-dev ]
 }
 
 setup_system()
@@ -356,7 +366,9 @@ setup_system()
 		peer_set_ra || return 1
 		wdir=$mnt
 		;;
-	zonefuse | emu)
+	zonefuse | zonefuse-dev | emu)
+		zf_sys_opts=()
+		[ "$sys" != zonefuse-dev ] || zf_sys_opts=(-o transport=dev)
 		img=$root/$sys.img
 		"$zf" emu create "$img" --size "${img_mb}M" \
 			--zone-size "${zone_mb}M" --max-open 14 \
@@ -455,7 +467,7 @@ wl_seq()
 		rm -f -- "$f"
 		return 0
 	fi
-	if [ "$sys" = zonefuse ]; then
+	if is_zf "$sys"; then
 		o=$(step_json "$s" "$sys" rm $py "$helpers" delete "$f" "$mnt" \
 			$((zone_mb << 20))) || return 0
 		record "$s" "$sys" rm_reset "$(json_get "$o" reset_ms)"
@@ -510,7 +522,7 @@ wl_dd()
 	t1=$(zf_now_us)
 	record "$s" "$sys" write_dd "$((seq_mb * 1048576 / (t1 - t0)))"
 	if has_group delete; then
-		if [ "$sys" = zonefuse ]; then
+		if is_zf "$sys"; then
 			o=$(step_json "$s" "$sys" rm_fsync $py "$helpers" delete \
 				"$f" "$mnt" $((zone_mb << 20)) --fsync-dir) ||
 				return 0

@@ -166,3 +166,28 @@ zf_build()
 	zf_log "meson compile -C $dir"
 	meson compile -C "$dir"
 }
+
+# FUSE-over-io_uring (Linux 6.14+): zonefuse serves its requests on
+# io_uring queues when the fuse module allows it, and the module ships
+# with it off. The daemon never changes a kernel setting; the scripts turn
+# it on, and say so, when it is off and root may write it. Nothing happens
+# on a kernel without it (the QEMU guests' 6.1): mounts use /dev/fuse.
+zf_enable_fuse_uring()
+{
+	local p=/sys/module/fuse/parameters/enable_uring v
+
+	[ -e "$p" ] || modprobe fuse 2>/dev/null || true
+	if [ ! -e "$p" ]; then
+		zf_log "this kernel has no FUSE-over-io_uring ($p is missing): mounts use /dev/fuse"
+		return 0
+	fi
+	v=$(<"$p")
+	case $v in
+	Y | 1) return 0 ;;
+	esac
+	if [ -w "$p" ] && echo 1 >"$p" 2>/dev/null; then
+		zf_log "turned FUSE-over-io_uring on (echo 1 > $p; it was $v): zonefuse mounts use io_uring queues"
+	else
+		zf_warn "$p is $v and cannot be written here: zonefuse mounts use /dev/fuse"
+	fi
+}

@@ -190,6 +190,7 @@ if [ "$do_mount" = 0 ]; then
 fi
 [ -c /dev/fuse ] || modprobe fuse 2>/dev/null || true
 [ -c /dev/fuse ] || zf_die "/dev/fuse does not exist: load the fuse module (modprobe fuse) or, in a container, pass the device in"
+zf_enable_fuse_uring
 mkdir -p "$mnt" || zf_die "cannot create the mount point $mnt; choose another with --mountpoint DIR"
 zf_log "zonefuse mount $image $mnt"
 "$zf" mount "$image" "$mnt"

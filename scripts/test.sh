@@ -59,6 +59,8 @@ stage_note()
 stage_deps()
 {
 	zf_install_pkgs "${ZF_BUILD_PKGS[@]}" "${ZF_TEST_PKGS[@]}"
+	# The end-to-end suites run on both transports (tests/e2e/transport.py).
+	zf_enable_fuse_uring
 }
 
 stage_build()

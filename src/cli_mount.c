@@ -15,11 +15,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <linux/loop.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "fuse_ll.h"
+#include "xport.h"
 #include "zonefuse/util.h"
 #include "zonefuse/zfs.h"
 
@@ -39,12 +43,15 @@ struct mount_cfg {
 	uint32_t wb_threads;
 	uint32_t threads;
 	uint32_t readahead_kb;
+	char *transport; /* -o transport=, else $ZONEFUSE_TRANSPORT, else auto */
 	int ro, debug, foreground, help, version;
 	int shared; /* allow_other or allow_root */
+	int blkdev; /* a fuseblk mount: sync(1) and umount reach the daemon */
 };
 
 enum {
 	MOUNT_KEY_RO,
+	MOUNT_KEY_BLKDEV,
 	MOUNT_KEY_DISCARD,
 	MOUNT_KEY_FG,
 	MOUNT_KEY_SHARED,
@@ -65,12 +72,14 @@ static const struct fuse_opt mount_opts[] = {
 	MOUNT_NUM("writeback_threads", wb_threads),
 	MOUNT_NUM("threads", threads),
 	MOUNT_NUM("readahead_kb", readahead_kb),
+	{ "transport=%s", offsetof(struct mount_cfg, transport), 0 },
 	MOUNT_OPT("debug", debug),
 	MOUNT_OPT("-h", help),
 	MOUNT_OPT("--help", help),
 	MOUNT_OPT("-V", version),
 	MOUNT_OPT("--version", version),
 	FUSE_OPT_KEY("ro", MOUNT_KEY_RO),
+	FUSE_OPT_KEY("blkdev", MOUNT_KEY_BLKDEV),
 	FUSE_OPT_KEY("-f", MOUNT_KEY_FG),
 	FUSE_OPT_KEY("-d", MOUNT_KEY_FG),
 	FUSE_OPT_KEY("allow_other", MOUNT_KEY_SHARED),
@@ -105,6 +114,9 @@ static int mount_opt_proc(void *data, const char *arg, int key,
 	case MOUNT_KEY_RO:
 		c->ro = 1;
 		return 1; /* the kernel needs it too */
+	case MOUNT_KEY_BLKDEV:
+		c->blkdev = 1;
+		return 1; /* libfuse's: it mounts type fuseblk */
 	case MOUNT_KEY_FG:
 		c->foreground = 1;
 		return 0;
@@ -136,6 +148,12 @@ static void mount_usage(FILE *f)
 		"  -o writeback_threads=N threads writing staged data to zones (default 2)\n"
 		"  -o threads=N           FUSE request threads (default 10)\n"
 		"  -o readahead_kb=KB     kernel readahead of the mount (default 4096)\n"
+		"  -o transport=auto|uring|dev\n"
+		"                         how FUSE requests arrive: io_uring queues when the\n"
+		"                         kernel has them on (auto, the default), or /dev/fuse\n"
+		"  -o blkdev              mount as fuseblk (root only): sync(1) and umount then\n"
+		"                         wait for the daemon to make everything durable; an\n"
+		"                         image gets a loop device to stand for it\n"
 		"  -o debug               log every operation\n"
 		"Other -o options are FUSE's (see mount.fuse3(8)).\n");
 }
@@ -209,6 +227,57 @@ static int mount_set_readahead(const char *dir, unsigned int kb)
 	return fclose(f) ? -errno : 0; /* a refused write shows here */
 }
 
+/*
+ * A fuseblk mount names a block device, which the kernel holds for the
+ * mount's life but never reads. An image file gets a loop device over it
+ * for that (read-write: the kernel opens a fuseblk mount's device for
+ * writing, though it writes nothing to it), detached by itself
+ * (autoclear) once the mount lets it go. Returns an fd holding it, to
+ * close once mounted, or -errno; its path in @path.
+ */
+static int mount_loop_attach(const char *image, char *path, size_t len)
+{
+	struct loop_config lc = { 0 };
+	int ctl, nr, fd = -1, lfd, ret;
+
+	ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	if (ctl < 0)
+		return -errno;
+	lfd = open(image, O_RDWR | O_CLOEXEC);
+	if (lfd < 0) {
+		ret = -errno;
+		goto out_ctl;
+	}
+	for (;;) {
+		nr = ioctl(ctl, LOOP_CTL_GET_FREE);
+		if (nr < 0) {
+			ret = -errno;
+			goto out_image;
+		}
+		snprintf(path, len, "/dev/loop%d", nr);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0) {
+			ret = -errno;
+			goto out_image;
+		}
+		lc.fd = (uint32_t)lfd;
+		lc.info.lo_flags = LO_FLAGS_AUTOCLEAR;
+		if (!ioctl(fd, LOOP_CONFIGURE, &lc))
+			break;
+		ret = -errno;
+		close(fd);
+		fd = -1;
+		if (ret != -EBUSY) /* another attach took it: take the next */
+			goto out_image;
+	}
+	ret = fd;
+out_image:
+	close(lfd);
+out_ctl:
+	close(ctl);
+	return ret;
+}
+
 int cli_mount(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
@@ -217,7 +286,11 @@ int cli_mount(int argc, char **argv)
 	struct fs_ll ll = { 0 };
 	struct zfs_opts zo = { 0 };
 	struct fuse_session *se = NULL;
-	const char *dev = NULL, *dir = NULL;
+	char loopdev[32];
+	int loop_fd = -1;
+	enum xp_choice xc = XP_AUTO;
+	struct xp *xp = NULL;
+	const char *dev = NULL, *dir = NULL, *tr;
 	char err[512] = "", *fsname = NULL, real[PATH_MAX], dir_real[PATH_MAX];
 	struct zfs *fs = NULL;
 	struct stat st;
@@ -267,6 +340,12 @@ int cli_mount(int argc, char **argv)
 		ret = CLI_EXIT_USAGE;
 		goto out_args;
 	}
+	tr = cfg.transport ? cfg.transport : getenv("ZONEFUSE_TRANSPORT");
+	if (tr && *tr && xp_parse(tr, &xc)) {
+		cli_error("mount", "transport=%s: expected auto, uring or dev", tr);
+		ret = CLI_EXIT_USAGE;
+		goto out_args;
+	}
 	if (cfg.debug)
 		zlog_set_level(ZLOG_DEBUG);
 	if (cli_refuse_mounted("mount", dev))
@@ -279,6 +358,15 @@ int cli_mount(int argc, char **argv)
 	if (!realpath(dev, real)) {
 		cli_error("mount", "%s: %s", dev, strerror(errno));
 		goto out_args;
+	}
+	if (cfg.blkdev && stat(real, &st) == 0 && !S_ISBLK(st.st_mode)) {
+		loop_fd = mount_loop_attach(real, loopdev, sizeof(loopdev));
+		if (loop_fd < 0) {
+			cli_error("mount", "%s: -o blkdev needs a block device and none could be attached over this image: %s",
+				  dev, strerror(-loop_fd));
+			goto out_args;
+		}
+		snprintf(real, sizeof(real), "%s", loopdev);
 	}
 	/* A comma would end the option: FUSE takes it escaped. */
 	fsname = malloc(2 * strlen(real) + 32);
@@ -324,6 +412,12 @@ int cli_mount(int argc, char **argv)
 		cli_error("mount", "cannot start the FUSE session (an unknown -o option?)");
 		goto out_fs;
 	}
+	i = xp_create(se, fs, xc, &xp, err, sizeof(err));
+	if (i) {
+		cli_error("mount", "%s", i == -EOPNOTSUPP ? err : strerror(-i));
+		goto out_session;
+	}
+	ll.xp = xp;
 	if (fuse_set_signal_handlers(se)) {
 		cli_error("mount", "cannot set signal handlers");
 		goto out_session;
@@ -332,6 +426,14 @@ int cli_mount(int argc, char **argv)
 		cli_error("mount", "%s: mounting failed (is /dev/fuse there, and are you allowed to mount?)",
 			  dir);
 		goto out_signals;
+	}
+	if (loop_fd >= 0) {
+		close(loop_fd); /* the mount holds it now */
+		loop_fd = -1;
+	}
+	if (xp_attach(xp)) {
+		cli_error("mount", "%s: cannot take over the FUSE session's I/O", dir);
+		goto out_unmount;
 	}
 	/* Not fatal: without it reads are slower, not wrong. */
 	i = mount_set_readahead(dir_real, cfg.readahead_kb);
@@ -357,7 +459,7 @@ int cli_mount(int argc, char **argv)
 	 * The loop returns the signal that ended it (libfuse's handlers:
 	 * SIGTERM, SIGINT, SIGHUP): an asked-for stop, as umount is.
 	 */
-	ret = fuse_session_loop_mt(se, loop);
+	ret = xp_loop(xp, loop);
 	ret = ret == SIGTERM || ret == SIGINT || ret == SIGHUP ? 0 : !!ret;
 	fuse_loop_cfg_destroy(loop);
 out_unmount:
@@ -366,6 +468,7 @@ out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
 	fuse_session_destroy(se);
+	xp_destroy(xp);
 out_fs:
 	i = zfs_unmount(fs);
 	if (i) {
@@ -376,6 +479,9 @@ out_fs:
 		zlog_info("%s unmounted cleanly", dev);
 	}
 out_args:
+	if (loop_fd >= 0)
+		close(loop_fd);
+	free(cfg.transport);
 	free(fsname);
 	fuse_opt_free_args(&args);
 	return ret;

@@ -3,7 +3,9 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/xattr.h>
 
 #include "cli.h"
 #include "zonefuse/util.h"
@@ -15,7 +17,35 @@ static void stat_usage(FILE *f)
 		"usage: zonefuse stat DEVICE [--json]\n"
 		"Space, zones, journal, write amplification and wear of a file system.\n"
 		"On a mounted device it shows the state as last committed; the mount's\n"
-		"live figures are in: getfattr -n user.zonefuse.stats MOUNTPOINT\n");
+		"live figures are in: getfattr -n user.zonefuse.stats MOUNTPOINT\n"
+		"(transport: the mount's FUSE transport, uring or dev, from there).\n");
+}
+
+/*
+ * The FUSE transport of the mount of @dev, from the mount's stats
+ * attribute: the image itself does not know it. Leaves @tr ("none") when
+ * @dev is not mounted or the mount does not say.
+ */
+static void stat_transport(const char *dev, char *tr, size_t len)
+{
+	static const char key[] = "\"transport\": \"";
+	char *dir = cli_mounted_on(dev), buf[4096], *p, *e;
+	ssize_t n;
+
+	if (!dir)
+		return;
+	n = getxattr(dir, ZFS_XATTR_STATS, buf, sizeof(buf) - 1);
+	free(dir);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	p = strstr(buf, key);
+	if (!p)
+		return;
+	p += sizeof(key) - 1;
+	e = strchr(p, '"');
+	if (e && (size_t)(e - p) < len)
+		snprintf(tr, len, "%.*s", (int)(e - p), p);
 }
 
 int cli_stat(int argc, char **argv)
@@ -63,6 +93,7 @@ int cli_stat(int argc, char **argv)
 		cli_error("stat", "%s", strerror(-ret));
 		return 1;
 	}
+	stat_transport(argv[optind], st.transport, sizeof(st.transport));
 	if (as_json) {
 		if (zfs_stats_json(&st, json, sizeof(json)) < 0)
 			return 1;
@@ -96,5 +127,8 @@ int cli_stat(int argc, char **argv)
 	       st.resets_max - st.resets_min, st.meta_resets_max);
 	printf("  limits       open %u, active %u (0: none)\n", st.max_open,
 	       st.max_active);
+	printf("  transport    %s\n", strcmp(st.transport, "none") ?
+					   st.transport :
+					   "none (not mounted)");
 	return 0;
 }

@@ -45,6 +45,7 @@
 #include <string.h>
 
 #include "fuse_ll.h"
+#include "xport.h"
 #include "zonefuse/util.h"
 #include "zonefuse/zfs.h"
 
@@ -368,11 +369,17 @@ static void fs_ll_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 }
 
+/*
+ * On the io_uring transport the data is read straight into the ring
+ * entry's payload buffer, where the reply goes: no copy of it in the
+ * daemon (xp_reply_buf()).
+ */
 static void fs_ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
 	struct zfs *fs = fs_of(req); /* the reply frees req */
-	char *buf = zfs_read_buf(fs, size);
+	char *ring = xp_reply_buf(size);
+	char *buf = ring ? ring : zfs_read_buf(fs, size);
 	ssize_t ret;
 
 	(void)fi;
@@ -387,7 +394,8 @@ static void fs_ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	} else {
 		fuse_reply_buf(req, buf, (size_t)ret);
 	}
-	zfs_read_buf_put(fs, buf, size);
+	if (!ring)
+		zfs_read_buf_put(fs, buf, size);
 }
 
 static void fs_ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf,

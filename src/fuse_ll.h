@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct xp;
 struct zfs;
 
 /* Session userdata: what the operations work on, set before the mount. */
@@ -22,6 +23,7 @@ struct fs_ll {
 	 * Where it cannot, the kernel's 128 KiB stays, or less if asked.
 	 */
 	uint32_t readahead;
+	struct xp *xp; /* the transport (xport.h): its hooks find it here */
 };
 
 extern const struct fuse_lowlevel_ops fs_ll_ops;

@@ -282,6 +282,8 @@ struct zfs {
 	_Atomic uint64_t gc_bytes;
 	_Atomic uint64_t csum_errors; /* blocks read that failed their
 					 checksum, since mount */
+	/* The daemon's FUSE transport (zfs_set_transport()), NULL: none. */
+	_Atomic(const char *) transport;
 
 	struct jrnl_replay_info replay; /* how the mount's replay went */
 	bool verified;	/* checking builds: zm_verify() passed at mount */

@@ -46,6 +46,7 @@ int zfs_get_stats(struct zfs *fs, struct zfs_stats *s)
 {
 	struct zdev_stats ds;
 	struct jrnl_stats js;
+	const char *tr;
 	uint64_t sum = 0, n = 0;
 	uint32_t i;
 
@@ -135,7 +136,14 @@ int zfs_get_stats(struct zfs *fs, struct zfs_stats *s)
 		jrnl_chain(fs->j, 1, s->mirror_chain, ZFS_STATS_CHAIN) ? 2 : 1;
 	s->read_only = fs->rdonly || fs->error;
 	s->error = fs->error;
+	tr = atomic_load(&fs->transport);
+	snprintf(s->transport, sizeof(s->transport), "%s", tr ? tr : "none");
 	return 0;
+}
+
+void zfs_set_transport(struct zfs *fs, const char *name)
+{
+	atomic_store(&fs->transport, name);
 }
 
 int zfs_stats_json(const struct zfs_stats *s, char *buf, size_t size)
@@ -184,7 +192,7 @@ int zfs_stats_json(const struct zfs_stats *s, char *buf, size_t size)
 		     ", \"super_zones\": [%u, %u], \"chain_zones\": [%s]"
 		     ", \"chain_length\": %u"
 		     ", \"metadata_copies\": %u, \"mirror_zones\": [%s]"
-		     ", \"read_only\": %s}",
+		     ", \"read_only\": %s, \"transport\": \"%s\"}",
 		     s->capacity_bytes, s->used_bytes, s->free_bytes,
 		     s->reclaimable_bytes, s->files, s->directories,
 		     s->zones_total, s->zones_empty, s->zones_open,
@@ -198,7 +206,8 @@ int zfs_stats_json(const struct zfs_stats *s, char *buf, size_t size)
 		     s->meta_resets_max, s->open_zones,
 		     s->active_zones, s->max_open, s->max_active,
 		     s->super_zone[0], s->super_zone[1], chain, s->nr_chain,
-		     s->metadata_copies, mchain, s->read_only ? "true" : "false");
+		     s->metadata_copies, mchain, s->read_only ? "true" : "false",
+		     s->transport);
 	if (n < 0 || (size_t)n >= size)
 		return -ERANGE;
 	return n;

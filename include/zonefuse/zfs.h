@@ -371,8 +371,15 @@ struct zfs_stats {
 	uint32_t metadata_copies;	  /* 2 with the mirror chain, else 1 */
 	bool read_only;
 	int error; /* the sticky error, 0 if healthy */
+	char transport[8]; /* "uring", "dev", or "none" without a mount */
 };
 int zfs_get_stats(struct zfs *fs, struct zfs_stats *st);
+/*
+ * What carries the mount's FUSE requests, for the stats: @name ("uring",
+ * "dev") must outlive @fs (a string literal). The daemon sets it; the
+ * library only reports it.
+ */
+void zfs_set_transport(struct zfs *fs, const char *name);
 /* The stats as the flat JSON object `zonefuse stat --json` prints. */
 int zfs_stats_json(const struct zfs_stats *st, char *buf, size_t size);
 /* The extents of @ino, one "zone offset length" line each. */

@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""The FUSE transport (src/xport.c): /dev/fuse and FUSE-over-io_uring.
+
+Checks, on each transport this kernel has: the stats and `zonefuse stat`
+name it; data written on one reads back on the other; kill -9 of the
+daemon with requests in flight on it leaves no process hung (the mount
+says ENOTCONN) and a clean device. Then: transport=uring is refused with
+the fix when the kernel has io_uring off; on a fuseblk mount (-o blkdev),
+sync(1) makes what was written durable (SYNCFS) and umount waits for it
+(DESTROY). The other end-to-end suites run on both transports through
+meson (e2e-*-uring: tests/e2e/uring.sh).
+"""
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2elib as E  # noqa: E402
+
+PARAM = "/sys/module/fuse/parameters/enable_uring"
+
+
+def uring_state():
+    """(available, why not)."""
+    if not os.path.exists(PARAM):
+        return False, f"this kernel has no FUSE-over-io_uring ({PARAM} is missing)"
+    v = open(PARAM).read().strip()
+    if v not in ("Y", "1"):
+        return False, f"FUSE-over-io_uring is off ({PARAM} is {v}; scripts/test.sh turns it on)"
+    return True, ""
+
+
+def transports():
+    ok, why = uring_state()
+    if not ok:
+        E.log(f"io_uring transport not tested: {why}")
+    return ["dev"] + (["uring"] if ok else [])
+
+
+def digest(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for b in iter(lambda: f.read(1 << 20), b""):
+            h.update(b)
+    return h.hexdigest()
+
+
+def test_stats():
+    img = E.image("stats.img")
+    for t in transports():
+        m = E.Mount(img, "stats", opts=f"transport={t}")
+        assert m.stats()["transport"] == t, m.stats()["transport"]
+        out = E.zf("stat", img).stdout
+        assert f"transport    {t}" in out, out
+        m.umount()
+    assert "transport    none" in E.zf("stat", img).stdout
+
+
+def test_data_across():
+    """What one transport wrote, the other reads: large and small files,
+    a directory listing, xattrs."""
+    img = E.image("across.img", "512M")
+    ts = transports()
+    sums = {}
+    for i, t in enumerate(ts):
+        m = E.Mount(img, "across", opts=f"transport={t}")
+        d = m.path(t)
+        os.mkdir(d)
+        with open(os.path.join(d, "big"), "wb") as f:
+            f.write(os.urandom(9 << 20))
+        for n in range(200):
+            with open(os.path.join(d, f"s{n}"), "wb") as f:
+                f.write(os.urandom(n * 37))
+        os.setxattr(d, "user.t", t.encode())
+        sums[t] = {n: digest(os.path.join(d, n)) for n in os.listdir(d)}
+        m.umount()
+    for t in reversed(ts):
+        m = E.Mount(img, "across", opts=f"transport={t}")
+        for w, files in sums.items():
+            d = m.path(w)
+            assert sorted(os.listdir(d)) == sorted(files), w
+            for n, s in files.items():
+                assert digest(os.path.join(d, n)) == s, f"{w}/{n} read on {t}"
+            assert os.getxattr(d, "user.t") == w.encode()
+        m.umount()
+    E.fsck(img)
+
+
+WORKLOAD = r"""
+import os, sys
+d, kind, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+buf = os.urandom(1 << 20)
+try:
+    if kind == "write":
+        with open(os.path.join(d, f"w{n}"), "wb") as f:
+            for _ in range(4096):
+                f.write(buf)
+    elif kind == "read":
+        p = os.path.join(d, "r")
+        while True:
+            fd = os.open(p, os.O_RDONLY)
+            while os.read(fd, 1 << 20):
+                pass
+            os.close(fd)
+    else:
+        i = 0
+        while True:
+            p = os.path.join(d, f"m{n}-{i}")
+            open(p, "w").close()
+            os.stat(p)
+            os.unlink(p)
+            i += 1
+except OSError:
+    sys.exit(0)
+"""
+
+
+def test_kill_in_flight():
+    """kill -9 while writers, readers and metadata loops keep requests in
+    flight: every one of them ends within 20 s, the mount says ENOTCONN,
+    and the device checks clean."""
+    for t in transports():
+        img = E.image(f"kill-{t}.img", "1G", "16M")
+        m = E.Mount(img, f"kill-{t}", opts=f"transport={t}")
+        with open(m.path("r"), "wb") as f:
+            f.write(os.urandom(32 << 20))
+        procs = [subprocess.Popen([sys.executable, "-c", WORKLOAD, m.dir, k, str(i)])
+                 for i, k in enumerate(["write"] * 3 + ["read"] * 2 + ["meta"] * 2)]
+        time.sleep(1.5)
+        pids = m.pids()
+        assert pids, "no daemon"
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        t0 = time.time()
+        for p in procs:
+            try:
+                p.wait(timeout=max(1, 20 - (time.time() - t0)))
+            except subprocess.TimeoutExpired:
+                stuck = [(q.pid, open(f"/proc/{q.pid}/wchan").read())
+                         for q in procs if q.poll() is None]
+                for q in procs:
+                    q.kill()
+                raise AssertionError(f"{t}: processes still in the mount 20 s after kill -9: {stuck}")
+        E.log(f"{t}: all {len(procs)} processes ended {time.time() - t0:.1f} s after kill -9")
+        E.expect_errno(107, os.stat, m.path("r"))  # ENOTCONN
+        m.kill()
+        E.fsck(img)
+
+
+def test_forced_uring_refused():
+    """transport=uring with io_uring off is refused up front, with the fix;
+    auto then uses /dev/fuse."""
+    if not os.path.exists(PARAM) or not os.access(PARAM, os.W_OK):
+        E.log(f"forced_uring_refused: cannot switch {PARAM} here; only the refusal is checked")
+        if uring_state()[0]:
+            return
+    img = E.image("forced.img")
+    old = open(PARAM).read().strip() if os.path.exists(PARAM) else None
+    try:
+        if old is not None and os.access(PARAM, os.W_OK):
+            with open(PARAM, "w") as f:
+                f.write("0")
+        m, r = E.try_mount(img, "forced", "transport=uring")
+        assert m is None, "transport=uring mounted with io_uring off"
+        assert "enable_uring" in r.stderr, r.stderr
+        m = E.Mount(img, "forced", opts="transport=auto")
+        assert m.stats()["transport"] == "dev"
+        m.umount()
+    finally:
+        if old is not None and os.access(PARAM, os.W_OK):
+            with open(PARAM, "w") as f:
+                f.write("1" if old in ("Y", "1") else "0")
+
+
+def blkdev_possible():
+    return os.path.exists("/dev/loop-control")
+
+
+def test_syncfs():
+    """fuseblk: a file written without fsync, sync(1), kill -9: the
+    remount has it (SYNCFS reached the daemon). Without the sync it would
+    wait for the commit interval (60 s here)."""
+    if not blkdev_possible():
+        E.log("syncfs: no /dev/loop-control: no fuseblk mount here, not checked")
+        return
+    for t in transports():
+        img = E.image(f"sync-{t}.img", "512M")
+        m = E.Mount(img, f"sync-{t}", opts=f"transport={t},blkdev,commit=60")
+        p = m.path("f")
+        with open(p, "wb") as f:
+            f.write(os.urandom(20 << 20))
+        want = digest(p)
+        subprocess.run(["sync"], check=True)
+        m.kill()
+        m = E.Mount(img, f"sync-{t}")
+        assert digest(p) == want, f"{t}: the file synced before kill -9 differs"
+        m.umount()
+        E.fsck(img)
+
+
+def test_umount_durable():
+    """fuseblk: when umount returns, everything is durable (DESTROY waited):
+    kill -9 the daemon at once, remount, the data is there."""
+    if not blkdev_possible():
+        E.log("umount_durable: no /dev/loop-control: no fuseblk mount here, not checked")
+        return
+    for t in transports():
+        img = E.image(f"umount-{t}.img", "512M")
+        m = E.Mount(img, f"umount-{t}", opts=f"transport={t},blkdev,commit=60")
+        p = m.path("f")
+        with open(p, "wb") as f:
+            f.write(os.urandom(48 << 20))
+        want = digest(p)
+        pids = m.pids()
+        r = subprocess.run(["umount", m.dir], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        m.wait_gone(10)
+        m = E.Mount(img, f"umount-{t}")
+        assert digest(p) == want, f"{t}: the file written before umount differs"
+        m.umount()
+
+
+if __name__ == "__main__":
+    E.begin(__doc__.strip().splitlines()[0])
+    E.run_tests([
+        ("stats", test_stats),
+        ("data_across", test_data_across),
+        ("kill_in_flight", test_kill_in_flight),
+        ("forced_uring_refused", test_forced_uring_refused),
+        ("syncfs", test_syncfs),
+        ("umount_durable", test_umount_durable),
+    ])

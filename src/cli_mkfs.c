@@ -28,7 +28,8 @@ static void mkfs_usage(FILE *f)
 		"  --metadata-copies N\n"
 		"                   copies of the metadata journal, each in zones of its\n"
 		"                   own: 2 (the default; needs 3 active zones, else 1)\n"
-		"                   or 1\n",
+		"                   or 1\n"
+		"  -V, --version    print the version\n",
 		ZFS_MIN_RESERVE);
 }
 
@@ -57,6 +58,7 @@ int cli_mkfs(int argc, char **argv)
 		{ "reserve", required_argument, NULL, 'r' },
 		{ "metadata-copies", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct zfs_mkfs_opts o = { .reserve_pct = -1, .wait_busy = true };
@@ -67,7 +69,7 @@ int cli_mkfs(int argc, char **argv)
 	int opt, ret, i;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "fL:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "fL:hV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
 			o.force = true;
@@ -101,6 +103,8 @@ int cli_mkfs(int argc, char **argv)
 			}
 			o.copies = copies;
 			break;
+		case 'V':
+			return cli_version();
 		case 'h':
 			mkfs_usage(stdout);
 			return 0;

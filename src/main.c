@@ -30,6 +30,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: zonefuse COMMAND [ARGS]  (zonefuse COMMAND --help for more)\n\n");
 	for (i = 0; i < sizeof(cli_cmds) / sizeof(cli_cmds[0]); i++)
 		fprintf(f, "  %-8s %s\n", cli_cmds[i].name, cli_cmds[i].what);
+	fprintf(f, "\nEvery command, and zonefuse itself, takes -V or --version.\n");
 }
 
 int main(int argc, char **argv)

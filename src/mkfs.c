@@ -95,6 +95,11 @@ int zfs_mkfs(const char *path, const struct zfs_mkfs_opts *o,
 	if (ret)
 		return ret;
 	g = zdev_geom(dev);
+	if (o->label) {
+		ret = zfs_label_check(o->label, err, errlen);
+		if (ret)
+			goto out_close;
+	}
 	if (o->copies > 2) {
 		zutil_err(err, errlen,
 			  "--metadata-copies %u: zonefuse keeps 1 or 2 copies of the metadata",
@@ -159,6 +164,7 @@ int zfs_mkfs(const char *path, const struct zfs_mkfs_opts *o,
 		goto out_meta;
 	}
 	jp.label = o->label;
+	jp.uuid = o->uuid;
 	jp.mirror = copies == 2;
 	jp.time = zutil_now_real_ns();
 	ret = jrnl_mkfs(dev, &jp, &m, &sb, err, errlen);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "zfs_i.h"
+#include "zonefuse/fsprobe.h"
 #include "zonefuse/jrnl.h"
 #include "zonefuse/util.h"
 #include "zonefuse/zfs.h"
@@ -63,6 +64,42 @@ static int mkfs_reset(struct zdev *dev, const struct zfs_mkfs_opts *o,
 		}
 	}
 	return 0;
+}
+
+/*
+ * Another file system's signature on the device: refuse it (-EEXIST)
+ * naming what it is, as mkfs.ext4 does; with --force, erase those in
+ * conventional zones (the reset that follows clears the others), so that
+ * blkid and mount(8) do not find the old file system beside the new.
+ * With --force a device that cannot be probed is made anyway.
+ */
+static int mkfs_check_others(struct zdev *dev, const struct zfs_mkfs_opts *o,
+			     char *err, size_t errlen)
+{
+	struct fsprobe_sig sigs[FSPROBE_MAX];
+	char what[256];
+	size_t at;
+	int n, i;
+
+	n = fsprobe_scan(dev, o->force, sigs, FSPROBE_MAX, err, errlen);
+	if (n < 0 && o->force) {
+		err[0] = '\0';
+		return 0;
+	}
+	if (n <= 0)
+		return n;
+	if (o->force)
+		return 0;
+	at = (size_t)snprintf(err, errlen, "%s holds ", zdev_path(dev));
+	for (i = 0; i < n && at < errlen; i++)
+		at += (size_t)snprintf(err + at, errlen - at, "%s%s",
+				       i == 0 ? "" : i + 1 < n ? ", " : " and ",
+				       fsprobe_describe(&sigs[i], what,
+							sizeof(what)));
+	if (at < errlen)
+		snprintf(err + at, errlen - at, "; use --force to overwrite %s",
+			 n > 1 ? "them" : "it");
+	return -EEXIST;
 }
 
 /*
@@ -152,6 +189,9 @@ int zfs_mkfs(const char *path, const struct zfs_mkfs_opts *o,
 		goto out_close;
 	}
 
+	ret = mkfs_check_others(dev, o, err, errlen);
+	if (ret)
+		goto out_close;
 	ret = mkfs_reset(dev, o, err, errlen);
 	if (ret)
 		goto out_close;

@@ -61,7 +61,8 @@ struct zfs_mkfs_opts {
 	const char *label; /* NULL or "": none */
 	const uint8_t *uuid; /* 16 bytes; NULL: a random (version 4) one */
 	int reserve_pct; /* share of zones kept free; < 0: the default */
-	bool force;	 /* overwrite an existing zonefuse file system */
+	bool force;	 /* overwrite an existing file system: zonefuse's,
+			    or another that libblkid finds (fsprobe.h) */
 	bool wait_busy;	 /* see zfs_opts.wait_busy */
 	/*
 	 * Copies of the metadata chain: 2 (a mirror chain), 1, or 0 for the
@@ -89,7 +90,8 @@ struct zfs_mkfs_info {
 
 /*
  * Make a file system on @path: refuses one that already holds zonefuse
- * (-EEXIST, unless force), a device too small or with zones too small
+ * or another file system, a swap area, a RAID or LVM member or a
+ * partition table that libblkid knows (-EEXIST naming it, unless force), a device too small or with zones too small
  * (-ENOSPC), or whose zone limits are too tight (-ENOTSUP: one active
  * zone, or two with copies 2); -EINVAL for copies other than 0-2, and
  * zfs_label_check()'s errors for the label; resets every written zone, writes the superblocks, the root

@@ -23,6 +23,10 @@ int cli_stat(int argc, char **argv);
 int cli_dump(int argc, char **argv);
 int cli_scrub(int argc, char **argv);
 int cli_mount(int argc, char **argv);
+int cli_label(int argc, char **argv);
+
+/* Print "zonefuse VERSION" on stdout, as every -V/--version does; 0. */
+int cli_version(void);
 
 /* "zonefuse CMD: " followed by the message, on stderr. */
 __attribute__((format(printf, 2, 3))) void cli_error(const char *cmd,

@@ -9,6 +9,12 @@
 #include "cli.h"
 #include "zonefuse/util.h"
 
+int cli_version(void)
+{
+	printf("zonefuse %s\n", ZONEFUSE_VERSION);
+	return 0;
+}
+
 void cli_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;

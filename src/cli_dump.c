@@ -145,6 +145,7 @@ int cli_dump(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct zfs_opts o = { .rdonly = true, .no_lock = true,
@@ -156,7 +157,9 @@ int cli_dump(int argc, char **argv)
 	int c, ret;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
+		if (c == 'V')
+			return cli_version();
 		if (c == 'h') {
 			dump_usage(stdout);
 			return 0;

@@ -48,6 +48,7 @@ static int emu_create(int argc, char **argv)
 		{ "conventional", required_argument, NULL, 'n' },
 		{ "block-size", required_argument, NULL, 'b' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct zemu_params p = { 0 };
@@ -56,7 +57,7 @@ static int emu_create(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
 		int ret = 0;
 
 		switch (c) {
@@ -99,6 +100,8 @@ static int emu_create(int argc, char **argv)
 				ret = -1;
 			}
 			break;
+		case 'V':
+			return cli_version();
 		case 'h':
 			emu_usage(stdout);
 			return 0;
@@ -143,6 +146,7 @@ static int emu_media_error(int argc, char **argv)
 		{ "length", required_argument, NULL, 'l' },
 		{ "clear", no_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct zemu_bad bad[ZEMU_MAX_BAD];
@@ -154,7 +158,7 @@ static int emu_media_error(int argc, char **argv)
 	int c, ret;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			if (cli_size_arg("emu", "--offset", optarg, &off))
@@ -172,6 +176,8 @@ static int emu_media_error(int argc, char **argv)
 		case 'c':
 			clear = true;
 			break;
+		case 'V':
+			return cli_version();
 		case 'h':
 			emu_usage(stdout);
 			return 0;
@@ -231,6 +237,8 @@ int cli_emu(int argc, char **argv)
 		emu_usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? CLI_EXIT_USAGE : 0;
 	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V"))
+		return cli_version();
 	if (!strcmp(argv[1], "create"))
 		return emu_create(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "media-error"))

@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* zonefuse fsck DEVICE [--repair] [--data] [--json] */
+/*
+ * zonefuse fsck DEVICE [--repair] [--data] [--json], also run as
+ * fsck.zonefuse and fsck.fuse.zonefuse by fsck(8): e2fsck's flags
+ * (-p/-a, -n, -y, -f, -C FD, -v, -V) and its exit codes.
+ */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -11,14 +15,23 @@
 static void fsck_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: zonefuse fsck DEVICE [--repair] [--data] [--json]\n"
+		"usage: zonefuse fsck [-p|-a|-n|-y] [-f] [-v] [-C FD] [--data] [--json]\n"
+		"                     DEVICE\n"
 		"Replay the journal and check every invariant of the file system.\n"
+		"Installed as fsck.zonefuse and fsck.fuse.zonefuse for fsck(8).\n"
 		"\n"
-		"  --repair   fix what can be fixed without losing data that can be\n"
-		"             proven good, and say what was dropped\n"
-		"  --data     also read every block of file data and check its\n"
-		"             checksum (zonefuse scrub does this on a mounted one)\n"
-		"  --json     print the result as one JSON object\n"
+		"  -y, --repair  fix what can be fixed without losing data that can\n"
+		"                be proven good, and say what was dropped\n"
+		"  -p, -a        preen: the same repair, asking nothing (zonefuse\n"
+		"                never asks)\n"
+		"  -n            check only, write nothing (the default)\n"
+		"  -f            force: accepted; a check always runs in full\n"
+		"  -v            accepted; every finding is always printed\n"
+		"  -C FD         accepted for fsck(8); no progress is reported\n"
+		"  --data        also read every block of file data and check its\n"
+		"                checksum (zonefuse scrub does this on a mounted one)\n"
+		"  --json        print the result as one JSON object\n"
+		"  -V, --version print the version\n"
 		"\n"
 		"Exit status as fsck(8): 0 clean, 1 errors fixed, 4 errors left,\n"
 		"8 the check could not run, 16 usage.\n");
@@ -48,21 +61,46 @@ int cli_fsck(int argc, char **argv)
 		{ "data", no_argument, NULL, 'd' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct zfs_fsck_result res;
 	struct fsck_out out = { 0 };
 	unsigned int flags = 0;
 	char err[512] = "";
-	int c, ret;
+	/* The last of -p/-a, -n, -y given, as e2fsck takes at most one. */
+	int mode = 0, c, ret;
+	uint32_t fd;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "ryh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "rypanfvC:Vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
 		case 'y':
-			flags |= ZFS_FSCK_REPAIR;
+		case 'p':
+		case 'a':
+		case 'n':
+			/* --repair is -y; -a is -p, as in e2fsck. */
+			c = c == 'r' ? 'y' : c == 'a' ? 'p' : c;
+			if (mode && mode != c) {
+				cli_error("fsck",
+					  "give only one of -p/-a, -n and -y (--repair)");
+				return ZFS_FSCK_USAGE;
+			}
+			mode = c;
+			if (c != 'n')
+				flags |= ZFS_FSCK_REPAIR;
 			break;
+		case 'f':
+		case 'v':
+			break;
+		case 'C':
+			/* fsck(8) passes "-C FD" or "-C0": a descriptor. */
+			if (cli_u32_arg("fsck", "-C", optarg, &fd))
+				return ZFS_FSCK_USAGE;
+			break;
+		case 'V':
+			return cli_version();
 		case 'd':
 			flags |= ZFS_FSCK_DATA;
 			break;

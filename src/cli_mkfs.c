@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * zonefuse mkfs DEVICE [--force] [--label L] [--reserve PCT]
+ * zonefuse mkfs DEVICE [--force] [--label L] [--uuid UUID] [--reserve PCT]
  *                      [--metadata-copies N]
  */
 #include <getopt.h>
@@ -17,18 +17,23 @@
 static void mkfs_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: zonefuse mkfs DEVICE [--force] [--label LABEL] [--reserve PCT]\n"
-		"                     [--metadata-copies N]\n"
+		"usage: zonefuse mkfs DEVICE [--force] [--label LABEL] [--uuid UUID]\n"
+		"                     [--reserve PCT] [--metadata-copies N]\n"
 		"Make a zonefuse file system on a zoned block device or an emulator image.\n"
 		"\n"
-		"  --force          overwrite an existing zonefuse file system\n"
-		"  --label LABEL    a name, up to 63 bytes\n"
+		"  -f, --force      overwrite an existing file system\n"
+		"  -L, --label LABEL\n"
+		"                   a name: up to 63 bytes of UTF-8, no control\n"
+		"                   characters, no '/'\n"
+		"  -U, --uuid UUID  the file system's UUID (8-4-4-4-12 hex digits), or\n"
+		"                   'random' (the default)\n"
 		"  --reserve PCT    share of zones kept free for reclaim and the journal\n"
 		"                   (default 1%%, at least %u zones)\n"
 		"  --metadata-copies N\n"
 		"                   copies of the metadata journal, each in zones of its\n"
 		"                   own: 2 (the default; needs 3 active zones, else 1)\n"
-		"                   or 1\n",
+		"                   or 1\n"
+		"  -V, --version    print the version\n",
 		ZFS_MIN_RESERVE);
 }
 
@@ -54,31 +59,52 @@ int cli_mkfs(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "force", no_argument, NULL, 'f' },
 		{ "label", required_argument, NULL, 'L' },
+		{ "uuid", required_argument, NULL, 'U' },
 		{ "reserve", required_argument, NULL, 'r' },
 		{ "metadata-copies", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct zfs_mkfs_opts o = { .reserve_pct = -1, .wait_busy = true };
 	struct mkfs_progress prog = { 0 };
 	struct zfs_mkfs_info info;
 	char err[512] = "", a[32], b[32], c[32];
+	char ustr[ZUTIL_UUID_STR_LEN + 1];
 	uint32_t pct, copies;
-	int opt, ret, i;
+	uint8_t uuid[16];
+	int opt, ret;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "fL:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "fL:U:hV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
 			o.force = true;
 			break;
 		case 'L':
-			if (strlen(optarg) > 63) {
-				cli_error("mkfs", "--label: '%s' is longer than 63 bytes",
-					  optarg);
+			if (zfs_label_check(optarg, err, sizeof(err))) {
+				cli_error("mkfs", "--label: %s", err);
 				return CLI_EXIT_USAGE;
 			}
 			o.label = optarg;
+			break;
+		case 'U':
+			if (!strcmp(optarg, "random")) {
+				o.uuid = NULL;
+				break;
+			}
+			if (zutil_uuid_parse(optarg, uuid)) {
+				cli_error("mkfs",
+					  "--uuid: '%s' is not a UUID: give 8-4-4-4-12 hex digits (as uuidgen prints) or 'random'",
+					  optarg);
+				return CLI_EXIT_USAGE;
+			}
+			if (!memcmp(uuid, (uint8_t[16]){ 0 }, sizeof(uuid))) {
+				cli_error("mkfs",
+					  "--uuid: the nil UUID names no file system: give another, or 'random'");
+				return CLI_EXIT_USAGE;
+			}
+			o.uuid = uuid;
 			break;
 		case 'r':
 			if (cli_u32_arg("mkfs", "--reserve", optarg, &pct))
@@ -101,6 +127,8 @@ int cli_mkfs(int argc, char **argv)
 			}
 			o.copies = copies;
 			break;
+		case 'V':
+			return cli_version();
 		case 'h':
 			mkfs_usage(stdout);
 			return 0;
@@ -128,11 +156,8 @@ int cli_mkfs(int argc, char **argv)
 		return 1;
 	}
 	printf("%s: zonefuse file system made\n", argv[optind]);
-	printf("  uuid         ");
-	for (i = 0; i < 16; i++)
-		printf("%02x%s", info.uuid[i],
-		       i == 3 || i == 5 || i == 7 || i == 9 ? "-" : "");
-	printf("\n  label        %s\n", o.label ? o.label : "");
+	printf("  uuid         %s\n", zutil_uuid_str(info.uuid, ustr));
+	printf("  label        %s\n", o.label ? o.label : "");
 	printf("  zones        %u of %s (capacity %s), %u conventional, block size %u\n",
 	       info.nr_zones, zutil_size_str(info.zone_size, a, sizeof(a)),
 	       zutil_size_str(info.zone_capacity, b, sizeof(b)), info.nr_conv,

@@ -303,6 +303,7 @@ int cli_scrub(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool json = false;
@@ -310,11 +311,13 @@ int cli_scrub(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
 			break;
+		case 'V':
+			return cli_version();
 		case 'h':
 			scrub_usage(stdout);
 			return 0;

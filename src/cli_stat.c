@@ -53,6 +53,7 @@ int cli_stat(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct zfs_opts o = { .rdonly = true, .no_lock = true,
@@ -64,11 +65,13 @@ int cli_stat(int argc, char **argv)
 	int opt, ret;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'j':
 			as_json = true;
 			break;
+		case 'V':
+			return cli_version();
 		case 'h':
 			stat_usage(stdout);
 			return 0;

@@ -78,6 +78,7 @@ int cli_zones(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct zdev_zone *zones;
@@ -87,11 +88,13 @@ int cli_zones(int argc, char **argv)
 	int c, ret;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
 			break;
+		case 'V':
+			return cli_version();
 		case 'h':
 			zones_usage(stdout);
 			return 0;

@@ -807,7 +807,9 @@ int jrnl_commit(struct jrnl *j, uint64_t seq)
 }
 
 /* Run @fn as the committer (waiting for the current one). */
-static int jrnl_as_committer(struct jrnl *j, int (*fn)(struct jrnl *j))
+static int jrnl_as_committer(struct jrnl *j,
+			     int (*fn)(struct jrnl *j, const void *arg),
+			     const void *arg)
 {
 	bool failed = false;
 	int ret;
@@ -822,7 +824,7 @@ static int jrnl_as_committer(struct jrnl *j, int (*fn)(struct jrnl *j))
 	}
 	j->busy = true;
 	pthread_mutex_unlock(&j->lock);
-	ret = fn(j);
+	ret = fn(j, arg);
 	pthread_mutex_lock(&j->lock);
 	if (ret && !j->error)
 		failed = jrnl_set_error(j, ret, "snapshot");
@@ -834,8 +836,9 @@ static int jrnl_as_committer(struct jrnl *j, int (*fn)(struct jrnl *j))
 	return ret;
 }
 
-static int jrnl_roll_fn(struct jrnl *j)
+static int jrnl_roll_fn(struct jrnl *j, const void *arg)
 {
+	(void)arg;
 	int ret = jrnl_do_roll(j);
 
 	if (!ret)
@@ -846,7 +849,31 @@ static int jrnl_roll_fn(struct jrnl *j)
 
 int jrnl_roll(struct jrnl *j)
 {
-	return jrnl_as_committer(j, jrnl_roll_fn);
+	return jrnl_as_committer(j, jrnl_roll_fn, NULL);
+}
+
+/*
+ * A new label goes into both superblock copies the way a damaged copy is
+ * rewritten: two super zone switches, each writing the superblock (with a
+ * higher sb_gen) and an anchor naming the same chain into the zone it
+ * goes to, after resetting it. At any moment one copy is whole, with the
+ * old label or the new, and anchors for the chain: a crash leaves the
+ * file system as sound as before, with either label (the reader takes the
+ * first sound copy).
+ */
+static int jrnl_label_fn(struct jrnl *j, const void *arg)
+{
+	memset(j->sb.label, 0, sizeof(j->sb.label));
+	strncpy(j->sb.label, arg, sizeof(j->sb.label) - 1);
+	j->sz_switches = 2;
+	return jrnl_write_anchor(j);
+}
+
+int jrnl_set_label(struct jrnl *j, const char *label)
+{
+	if (strlen(label) >= sizeof(j->sb.label))
+		return -ENAMETOOLONG;
+	return jrnl_as_committer(j, jrnl_label_fn, label);
 }
 
 int jrnl_start(struct jrnl *j)

@@ -87,13 +87,25 @@ int jrnl_mkfs(struct zdev *dev, const struct jrnl_mkfs_params *p,
 	memcpy(sb->magic, ZF_SB_MAGIC, sizeof(sb->magic));
 	sb->version = htole32(ZF_FORMAT_VERSION);
 	sb->sb_size = htole32(sizeof(*sb));
-	if (getrandom(sb->uuid, sizeof(sb->uuid), 0) != sizeof(sb->uuid)) {
+	/*
+	 * Chain generations start at a random value: a conventional zone
+	 * keeps old records when reused, and an old file system's records
+	 * must never match this one's generation. Not taken from the UUID,
+	 * which mkfs --uuid may give the same as the old file system's.
+	 */
+	if (getrandom(&j->gen, sizeof(j->gen), 0) != sizeof(j->gen) ||
+	    (!p->uuid &&
+	     getrandom(sb->uuid, sizeof(sb->uuid), 0) != sizeof(sb->uuid))) {
 		ret = -EIO;
 		zutil_err(err, errlen, "cannot get random bytes for the UUID");
 		goto out_free;
 	}
-	sb->uuid[6] = (uint8_t)((sb->uuid[6] & 0x0f) | 0x40); /* version 4 */
-	sb->uuid[8] = (uint8_t)((sb->uuid[8] & 0x3f) | 0x80);
+	if (p->uuid) {
+		memcpy(sb->uuid, p->uuid, sizeof(sb->uuid));
+	} else {
+		sb->uuid[6] = (uint8_t)((sb->uuid[6] & 0x0f) | 0x40); /* v4 */
+		sb->uuid[8] = (uint8_t)((sb->uuid[8] & 0x3f) | 0x80);
+	}
 	if (p->label)
 		strncpy(sb->label, p->label, sizeof(sb->label) - 1);
 	sb->dev_size = htole64(g->size);
@@ -150,12 +162,6 @@ int jrnl_mkfs(struct zdev *dev, const struct jrnl_mkfs_params *p,
 	j->sz_cur = 0;
 	j->sz_wpos = m->zones[le32toh(sb->super_zone[0])].start + ZF_SB_UNIT;
 	j->next_seq = 1;
-	/*
-	 * Chain generations start at a random value: a conventional zone
-	 * keeps old records when reused, and an old file system's records
-	 * must never match this one's generation.
-	 */
-	memcpy(&j->gen, sb->uuid + 4, sizeof(j->gen));
 
 	/* The first chain: a snapshot of the root, then the anchor. */
 	{

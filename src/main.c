@@ -18,6 +18,7 @@ static const struct {
 	{ "mkfs", cli_mkfs, "make a file system" },
 	{ "mount", cli_mount, "mount a file system" },
 	{ "fsck", cli_fsck, "check (and repair) a file system" },
+	{ "label", cli_label, "show or change the label" },
 	{ "scrub", cli_scrub, "read all file data and check its checksums" },
 	{ "stat", cli_stat, "space, zones, write amplification, wear" },
 	{ "dump", cli_dump, "the namespace and each file's extents" },
@@ -30,6 +31,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: zonefuse COMMAND [ARGS]  (zonefuse COMMAND --help for more)\n\n");
 	for (i = 0; i < sizeof(cli_cmds) / sizeof(cli_cmds[0]); i++)
 		fprintf(f, "  %-8s %s\n", cli_cmds[i].name, cli_cmds[i].what);
+	fprintf(f, "\nEvery command, and zonefuse itself, takes -V or --version.\n");
 }
 
 int main(int argc, char **argv)
@@ -37,10 +39,14 @@ int main(int argc, char **argv)
 	const char *prog = basename(argv[0]);
 	size_t i;
 
-	/* Installed as mkfs.zonefuse and fsck.zonefuse too. */
+	/*
+	 * Installed as mkfs.zonefuse and fsck.zonefuse too, and as
+	 * fsck.fuse.zonefuse: fsck(8) looks for fsck.TYPE, and an fstab line
+	 * of a FUSE mount has the type fuse.zonefuse.
+	 */
 	if (!strcmp(prog, "mkfs.zonefuse"))
 		return cli_mkfs(argc, argv);
-	if (!strcmp(prog, "fsck.zonefuse"))
+	if (!strcmp(prog, "fsck.zonefuse") || !strcmp(prog, "fsck.fuse.zonefuse"))
 		return cli_fsck(argc, argv);
 	if (argc < 2) {
 		usage(stderr);
@@ -50,10 +56,8 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	if (!strcmp(argv[1], "--version")) {
-		printf("zonefuse %s\n", ZONEFUSE_VERSION);
-		return 0;
-	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V"))
+		return cli_version();
 	for (i = 0; i < sizeof(cli_cmds) / sizeof(cli_cmds[0]); i++)
 		if (!strcmp(argv[1], cli_cmds[i].name))
 			return cli_cmds[i].fn(argc - 1, argv + 1);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "zfs_i.h"
+#include "zonefuse/fsprobe.h"
 #include "zonefuse/jrnl.h"
 #include "zonefuse/util.h"
 #include "zonefuse/zfs.h"
@@ -66,6 +67,42 @@ static int mkfs_reset(struct zdev *dev, const struct zfs_mkfs_opts *o,
 }
 
 /*
+ * Another file system's signature on the device: refuse it (-EEXIST)
+ * naming what it is, as mkfs.ext4 does; with --force, erase those in
+ * conventional zones (the reset that follows clears the others), so that
+ * blkid and mount(8) do not find the old file system beside the new.
+ * With --force a device that cannot be probed is made anyway.
+ */
+static int mkfs_check_others(struct zdev *dev, const struct zfs_mkfs_opts *o,
+			     char *err, size_t errlen)
+{
+	struct fsprobe_sig sigs[FSPROBE_MAX];
+	char what[256];
+	size_t at;
+	int n, i;
+
+	n = fsprobe_scan(dev, o->force, sigs, FSPROBE_MAX, err, errlen);
+	if (n < 0 && o->force) {
+		err[0] = '\0';
+		return 0;
+	}
+	if (n <= 0)
+		return n;
+	if (o->force)
+		return 0;
+	at = (size_t)snprintf(err, errlen, "%s holds ", zdev_path(dev));
+	for (i = 0; i < n && at < errlen; i++)
+		at += (size_t)snprintf(err + at, errlen - at, "%s%s",
+				       i == 0 ? "" : i + 1 < n ? ", " : " and ",
+				       fsprobe_describe(&sigs[i], what,
+							sizeof(what)));
+	if (at < errlen)
+		snprintf(err + at, errlen - at, "; use --force to overwrite %s",
+			 n > 1 ? "them" : "it");
+	return -EEXIST;
+}
+
+/*
  * Two copies of the metadata chain unless the device's limits leave no zone
  * for data beside them: one bad block of metadata then costs nothing.
  */
@@ -95,6 +132,11 @@ int zfs_mkfs(const char *path, const struct zfs_mkfs_opts *o,
 	if (ret)
 		return ret;
 	g = zdev_geom(dev);
+	if (o->label) {
+		ret = zfs_label_check(o->label, err, errlen);
+		if (ret)
+			goto out_close;
+	}
 	if (o->copies > 2) {
 		zutil_err(err, errlen,
 			  "--metadata-copies %u: zonefuse keeps 1 or 2 copies of the metadata",
@@ -147,6 +189,9 @@ int zfs_mkfs(const char *path, const struct zfs_mkfs_opts *o,
 		goto out_close;
 	}
 
+	ret = mkfs_check_others(dev, o, err, errlen);
+	if (ret)
+		goto out_close;
 	ret = mkfs_reset(dev, o, err, errlen);
 	if (ret)
 		goto out_close;
@@ -159,6 +204,7 @@ int zfs_mkfs(const char *path, const struct zfs_mkfs_opts *o,
 		goto out_meta;
 	}
 	jp.label = o->label;
+	jp.uuid = o->uuid;
 	jp.mirror = copies == 2;
 	jp.time = zutil_now_real_ns();
 	ret = jrnl_mkfs(dev, &jp, &m, &sb, err, errlen);

@@ -59,6 +59,57 @@ int zutil_parse_u32(const char *s, uint32_t *out)
 	return 0;
 }
 
+static int zutil_hex(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int zutil_uuid_parse(const char *s, uint8_t uuid[16])
+{
+	uint8_t u[16];
+	unsigned int i, n = 0;
+
+	if (!s || strlen(s) != ZUTIL_UUID_STR_LEN)
+		return -EINVAL;
+	for (i = 0; i < ZUTIL_UUID_STR_LEN; i += 2) {
+		int hi, lo;
+
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (s[i] != '-')
+				return -EINVAL;
+			i++;
+		}
+		hi = zutil_hex(s[i]);
+		lo = zutil_hex(s[i + 1]);
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		u[n++] = (uint8_t)(hi << 4 | lo);
+	}
+	memcpy(uuid, u, sizeof(u));
+	return 0;
+}
+
+char *zutil_uuid_str(const uint8_t uuid[16], char buf[ZUTIL_UUID_STR_LEN + 1])
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned int i, o = 0;
+
+	for (i = 0; i < 16; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			buf[o++] = '-';
+		buf[o++] = hex[uuid[i] >> 4];
+		buf[o++] = hex[uuid[i] & 15];
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
 char *zutil_size_str(uint64_t v, char *buf, size_t len)
 {
 	static const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };

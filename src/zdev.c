@@ -284,6 +284,11 @@ const char *zdev_path(const struct zdev *dev)
 	return dev->path;
 }
 
+uint64_t zdev_file_offset(const struct zdev *dev)
+{
+	return dev->file_off;
+}
+
 const char *zdev_backend(const struct zdev *dev)
 {
 	return dev->ops->name;

@@ -35,6 +35,8 @@ struct zdev {
 	struct zdev_geom geom;
 	char *path;
 	unsigned int flags; /* enum zdev_open_flags */
+	uint64_t file_off;  /* where device byte 0 is in the file at @path:
+			       an emulator image's header comes first */
 
 	/* Fault hook: @fault_arg is set before @fault is published. */
 	_Atomic(zdev_fault_fn) fault;

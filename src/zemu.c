@@ -993,6 +993,7 @@ static int zemu_load_hdr(struct zemu *e, const char *path, uint64_t file_size,
 	g->max_io = 1u << 20;
 	e->table_off = table_off;
 	e->data_off = data_off;
+	e->dev.file_off = data_off;
 	e->media_bytes_written = le64toh(h->media_bytes_written);
 	e->flushes = le64toh(h->flushes);
 	e->resets = le64toh(h->resets);

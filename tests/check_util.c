@@ -221,6 +221,50 @@ START_TEST(test_size_str)
 }
 END_TEST
 
+/* ---- uuid ----------------------------------------------------------------- */
+
+/* Text and bytes round-trip; either case is read, lower case written. */
+START_TEST(test_uuid_roundtrip)
+{
+	static const uint8_t want[16] = { 0x01, 0x23, 0x45, 0x67, 0x89, 0xab,
+					  0xcd, 0xef, 0xfe, 0xdc, 0xba, 0x98,
+					  0x76, 0x54, 0x32, 0x10 };
+	char buf[ZUTIL_UUID_STR_LEN + 1];
+	uint8_t u[16];
+
+	ck_assert_int_eq(zutil_uuid_parse("01234567-89AB-cdef-FEDC-ba9876543210", u), 0);
+	ck_assert_mem_eq(u, want, 16);
+	ck_assert_str_eq(zutil_uuid_str(u, buf),
+			 "01234567-89ab-cdef-fedc-ba9876543210");
+	ck_assert_int_eq(zutil_uuid_parse(buf, u), 0);
+	ck_assert_mem_eq(u, want, 16);
+}
+END_TEST
+
+/* Anything but 8-4-4-4-12 hex digits is -EINVAL, and leaves @uuid alone. */
+START_TEST(test_uuid_bad)
+{
+	static const char *const bad[] = {
+		"",
+		"0123456789abcdef0123456789abcdef",	/* no dashes */
+		"01234567-89ab-cdef-0123-456789abcde",	/* short */
+		"01234567-89ab-cdef-0123-456789abcdef0", /* long */
+		"0123456-789ab-cdef-0123-456789abcdef",	/* dash misplaced */
+		"01234567-89ab-cdef-0123-456789abcdeg",	/* not hex */
+		"01234567_89ab-cdef-0123-456789abcdef",
+		"{1234567-89ab-cdef-0123-456789abcdef}",
+	};
+	uint8_t u[16], zero[16] = { 0 };
+	size_t i;
+
+	memset(u, 0, sizeof(u));
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(zutil_uuid_parse(bad[i], u) == -EINVAL, "%s", bad[i]);
+	ck_assert_int_eq(zutil_uuid_parse(NULL, u), -EINVAL);
+	ck_assert_mem_eq(u, zero, 16);
+}
+END_TEST
+
 static Suite *util_suite(void)
 {
 	Suite *s = suite_create("util");
@@ -247,6 +291,10 @@ static Suite *util_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("size_str");
 	tcase_add_test(tc, test_size_str);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("uuid_parse");
+	tcase_add_test(tc, test_uuid_roundtrip);
+	tcase_add_test(tc, test_uuid_bad);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -24,6 +24,9 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "zonefuse/crc32c.h"
+#include "zonefuse/format.h"
+#include "zonefuse/util.h"
 #include "zonefuse/zfs.h"
 
 /* Users and groups of the tests: none of them root, none the same. */
@@ -625,6 +628,131 @@ START_TEST(test_opendir_rules)
 }
 END_TEST
 
+/* ---- identity: label and UUID ------------------------------------------ */
+
+/* What zfs_label_check() refuses, with its errno; "" and UTF-8 pass. */
+START_TEST(test_label_check)
+{
+	char err[256], big[ZFS_LABEL_MAX + 2];
+
+	TU_OK(zfs_label_check("", err, sizeof(err)));
+	TU_OK(zfs_label_check("data 1", err, sizeof(err)));
+	TU_OK(zfs_label_check("d\xc3\xa9j\xc3\xa0-vu \xe2\x9c\x93", err,
+			      sizeof(err)));
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	ck_assert_int_eq(zfs_label_check(big, err, sizeof(err)), -ENAMETOOLONG);
+	ck_assert_ptr_nonnull(strstr(err, "64 bytes"));
+	big[ZFS_LABEL_MAX] = '\0';
+	TU_OK(zfs_label_check(big, err, sizeof(err)));
+	ck_assert_int_eq(zfs_label_check("a\tb", err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(zfs_label_check("a\x7f", err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(zfs_label_check("a/b", err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(zfs_label_check("\xff", err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(zfs_label_check("\xc3", err, sizeof(err)), -EINVAL);
+	/* Overlong "/" and a UTF-16 surrogate. */
+	ck_assert_int_eq(zfs_label_check("\xc0\xaf", err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(zfs_label_check("\xed\xa0\x80", err, sizeof(err)),
+			 -EINVAL);
+}
+END_TEST
+
+/* The superblock copy at the start of zone @zone, its CRC checked. */
+static void label_sb_copy(uint32_t zone, struct zf_super *sb)
+{
+	struct zf_super c;
+
+	tu_image_read(tu_img, (uint64_t)zone * TU_MIB, sb, sizeof(*sb));
+	c = *sb;
+	c.crc = 0;
+	ck_assert_mem_eq(sb->magic, ZF_SB_MAGIC, sizeof(sb->magic));
+	ck_assert_uint_eq(le32toh(sb->crc), crc32c(0, &c, sizeof(c)));
+}
+
+/*
+ * A new label is in both superblock copies (each sound, of a later
+ * generation), read back by zfs_read_ident(), and the file system mounts
+ * and checks clean after it; the UUID does not change. Read-only: -EROFS.
+ */
+START_TEST(test_label_set)
+{
+	struct zfs_ident before, after;
+	struct zfs_fsck_result res;
+	struct zf_super sb0, sb1;
+	char err[256];
+	struct zfs *ro;
+
+	TU_OK(zfs_read_ident(tu_img, &before, err, sizeof(err)));
+	ck_assert_str_eq(before.label, "test"); /* tu_mkfs_image()'s */
+	TU_OK(zfs_set_label(fs, "scratch \xc3\xa9t\xc3\xa9", err, sizeof(err)));
+	ck_assert_int_eq(zfs_set_label(fs, "a/b", err, sizeof(err)), -EINVAL);
+	tu_unmount(fs);
+	fs = NULL;
+
+	TU_OK(zfs_read_ident(tu_img, &after, err, sizeof(err)));
+	ck_assert_str_eq(after.label, "scratch \xc3\xa9t\xc3\xa9");
+	ck_assert_mem_eq(after.uuid, before.uuid, 16);
+	label_sb_copy(0, &sb0);
+	label_sb_copy(le32toh(sb0.super_zone[1]), &sb1);
+	ck_assert_str_eq(sb0.label, "scratch \xc3\xa9t\xc3\xa9");
+	ck_assert_str_eq(sb1.label, "scratch \xc3\xa9t\xc3\xa9");
+	ck_assert_uint_gt(le64toh(sb0.sb_gen), 0);
+	ck_assert_uint_gt(le64toh(sb1.sb_gen), 0);
+	ck_assert_int_eq(zfs_fsck(tu_img, 0, NULL, NULL, &res, err, sizeof(err)),
+			 ZFS_FSCK_OK);
+
+	ro = tu_mount(tu_img, true);
+	ck_assert_int_eq(zfs_set_label(ro, "x", err, sizeof(err)), -EROFS);
+	tu_unmount(ro);
+	/* Cleared, and the file system is writable as before. */
+	fs = tu_mount(tu_img, false);
+	TU_OK(zfs_set_label(fs, "", err, sizeof(err)));
+	TU_OK(zfs_set_label(fs, "again", err, sizeof(err)));
+	tu_unmount(fs);
+	fs = NULL;
+	TU_OK(zfs_read_ident(tu_img, &after, err, sizeof(err)));
+	ck_assert_str_eq(after.label, "again");
+	ck_assert_int_eq(zfs_fsck(tu_img, 0, NULL, NULL, &res, err, sizeof(err)),
+			 ZFS_FSCK_OK);
+}
+END_TEST
+
+/*
+ * mkfs takes a UUID and a label; the same UUID again on the same device
+ * (mkfs --force --uuid) makes a sound file system; a bad label is refused
+ * before anything is written.
+ */
+START_TEST(test_mkfs_uuid)
+{
+	static const uint8_t want[16] = { 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4,
+					  5, 6, 7, 8, 9, 10, 11, 12 };
+	struct zfs_mkfs_opts o = { .force = true, .reserve_pct = -1,
+				   .uuid = want, .label = "given" };
+	struct zfs_fsck_result res;
+	struct zfs_mkfs_info info;
+	struct zfs_ident id;
+	char err[256];
+	int i;
+
+	tu_unmount(fs);
+	fs = NULL;
+	for (i = 0; i < 2; i++) {
+		TU_OK(zfs_mkfs(tu_img, &o, &info, err, sizeof(err)));
+		ck_assert_mem_eq(info.uuid, want, 16);
+		TU_OK(zfs_read_ident(tu_img, &id, err, sizeof(err)));
+		ck_assert_mem_eq(id.uuid, want, 16);
+		ck_assert_str_eq(id.label, "given");
+		ck_assert_int_eq(zfs_fsck(tu_img, 0, NULL, NULL, &res, err,
+					  sizeof(err)),
+				 ZFS_FSCK_OK);
+	}
+	o.label = "bad\n";
+	ck_assert_int_eq(zfs_mkfs(tu_img, &o, &info, err, sizeof(err)), -EINVAL);
+	TU_OK(zfs_read_ident(tu_img, &id, err, sizeof(err)));
+	ck_assert_str_eq(id.label, "given");
+}
+END_TEST
+
 static Suite *zfs_suite(void)
 {
 	Suite *s = suite_create("zfs");
@@ -647,6 +775,9 @@ static Suite *zfs_suite(void)
 	tu_add_case(s, "mknod_device", test_mknod_device, setup, teardown, 60);
 	tu_add_case(s, "xattr_rules", test_xattr_rules, setup, teardown, 60);
 	tu_add_case(s, "opendir_rules", test_opendir_rules, setup, teardown, 60);
+	tu_add_case(s, "label_check", test_label_check, setup, teardown, 60);
+	tu_add_case(s, "label_set", test_label_set, setup, teardown, 60);
+	tu_add_case(s, "mkfs_uuid", test_mkfs_uuid, setup, teardown, 60);
 	return s;
 }
 

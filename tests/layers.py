@@ -23,7 +23,7 @@ import sys
 RANKS = {
     "util": 0, "crc32c": 0,
     "zdev": 1, "zemu": 1,
-    "meta": 2,
+    "meta": 2, "fsprobe": 2,
     "jrnl": 3,
     "rec": 4,
     "alloc": 5,

@@ -75,7 +75,9 @@ struct zf_super {
 	uint32_t reserved0;	  /* 156 */
 	int64_t mkfs_time;	  /* 160 */
 	uint64_t sb_gen;	  /* 168: bumped each time a super zone is
-				     rewritten; the copies differ only here */
+				     rewritten; the copies differ only here
+				     (and in label, between the two
+				     rewrites of a label change) */
 	uint8_t reserved[332];	  /* 176 */
 	uint32_t crc;		  /* 508 */
 };

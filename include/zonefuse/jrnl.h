@@ -96,6 +96,7 @@ int jrnl_zones_init(struct zdev *dev, struct zmeta *m, char *err,
 
 struct jrnl_mkfs_params {
 	const char *label;
+	const uint8_t *uuid; /* 16 bytes, or NULL for a random one */
 	uint32_t reserve_zones;
 	int64_t time;
 	bool mirror; /* ZF_FEATURE_INCOMPAT_MIRROR: two copies of the chain */
@@ -206,6 +207,15 @@ int jrnl_commit(struct jrnl *j, uint64_t seq);
 
 /* Write a new snapshot chain now (tests, and to compact the log). */
 int jrnl_roll(struct jrnl *j);
+
+/*
+ * Write @label (up to 63 bytes; the caller checks its characters) into
+ * both superblock copies, one after the other, each with an anchor: a
+ * crash in between leaves the old label or the new, never a damaged file
+ * system. -ENAMETOOLONG, -EROFS, the sticky error, or an I/O errno (then
+ * sticky, as a failed anchor write is).
+ */
+int jrnl_set_label(struct jrnl *j, const char *label);
 
 /*
  * Zones the chain may still take, in all its copies, before a roll lets

@@ -27,6 +27,20 @@ int zutil_parse_size(const char *s, uint64_t *out);
 /* Parse an unsigned 32-bit decimal number. 0 or -EINVAL. */
 int zutil_parse_u32(const char *s, uint32_t *out);
 
+/* Length of a UUID's text, "8-4-4-4-12" hex digits, without the NUL. */
+#define ZUTIL_UUID_STR_LEN 36
+
+/*
+ * Parse a UUID written as util-linux and RFC 4122 write it
+ * (01234567-89ab-cdef-0123-456789abcdef, either case) into its 16 bytes.
+ * 0, or -EINVAL for anything else.
+ */
+int zutil_uuid_parse(const char *s, uint8_t uuid[16]);
+
+/* Write @uuid as lower-case 8-4-4-4-12 text into @buf; returns @buf. */
+char *zutil_uuid_str(const uint8_t uuid[16],
+		     char buf[ZUTIL_UUID_STR_LEN + 1]);
+
 /* Format @v as "64 MiB", "1.50 GiB" or "512 B" into @buf; returns @buf. */
 char *zutil_size_str(uint64_t v, char *buf, size_t len);
 

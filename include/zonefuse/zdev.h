@@ -124,6 +124,12 @@ void zdev_close(struct zdev *dev);
 
 const struct zdev_geom *zdev_geom(const struct zdev *dev);
 const char *zdev_path(const struct zdev *dev);
+/*
+ * Where device byte 0 is in the file at zdev_path(): 0 for a block device,
+ * the data offset of an emulator image (its header and zone table come
+ * first). For tools that read the device bytes with other libraries.
+ */
+uint64_t zdev_file_offset(const struct zdev *dev);
 /* "zbd" or "emulator". */
 const char *zdev_backend(const struct zdev *dev);
 

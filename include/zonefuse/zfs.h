@@ -58,9 +58,11 @@ struct zfs_ctx {
 /* ---- making and checking ---------------------------------------------- */
 
 struct zfs_mkfs_opts {
-	const char *label;
+	const char *label; /* NULL or "": none */
+	const uint8_t *uuid; /* 16 bytes; NULL: a random (version 4) one */
 	int reserve_pct; /* share of zones kept free; < 0: the default */
-	bool force;	 /* overwrite an existing zonefuse file system */
+	bool force;	 /* overwrite an existing file system: zonefuse's,
+			    or another that libblkid finds (fsprobe.h) */
 	bool wait_busy;	 /* see zfs_opts.wait_busy */
 	/*
 	 * Copies of the metadata chain: 2 (a mirror chain), 1, or 0 for the
@@ -88,13 +90,49 @@ struct zfs_mkfs_info {
 
 /*
  * Make a file system on @path: refuses one that already holds zonefuse
- * (-EEXIST, unless force), a device too small or with zones too small
+ * or another file system, a swap area, a RAID or LVM member or a
+ * partition table that libblkid knows (-EEXIST naming it, unless force), a device too small or with zones too small
  * (-ENOSPC), or whose zone limits are too tight (-ENOTSUP: one active
- * zone, or two with copies 2); -EINVAL for copies other than 0-2; resets every written zone, writes the superblocks, the root
+ * zone, or two with copies 2); -EINVAL for copies other than 0-2, and
+ * zfs_label_check()'s errors for the label; resets every written zone, writes the superblocks, the root
  * directory and the first journal chain.
  */
 int zfs_mkfs(const char *path, const struct zfs_mkfs_opts *o,
 	     struct zfs_mkfs_info *info, char *err, size_t errlen);
+
+/* ---- identity ----------------------------------------------------------- */
+
+/* Bytes of a label: the superblock's field less its NUL. */
+#define ZFS_LABEL_MAX 63u
+
+struct zfs_ident {
+	char label[ZFS_LABEL_MAX + 1]; /* NUL-terminated; "" for none */
+	uint8_t uuid[16];
+};
+
+/*
+ * Is @label one zonefuse takes (mkfs --label, zfs_set_label())? Up to
+ * ZFS_LABEL_MAX bytes (-ENAMETOOLONG), valid UTF-8 with no control
+ * character and no '/' (-EINVAL); "" clears it. @err says what is wrong.
+ */
+int zfs_label_check(const char *label, char *err, size_t errlen);
+
+/*
+ * The label and UUID of the file system on @path, from its superblock,
+ * without a lock (a mounted one's too). jrnl_read_super()'s errors:
+ * -EMEDIUMTYPE when it holds none.
+ */
+int zfs_read_ident(const char *path, struct zfs_ident *id, char *err,
+		   size_t errlen);
+
+/*
+ * Change the label of a writably mounted file system: both superblock
+ * copies, each rewritten whole with its anchor (jrnl_set_label()). The
+ * checks of zfs_label_check(); -EROFS when read-only; an I/O errno, then
+ * sticky as any failed metadata write.
+ */
+int zfs_set_label(struct zfs *fs, const char *label, char *err,
+		  size_t errlen);
 
 /* fsck(8) exit codes. */
 #define ZFS_FSCK_OK 0

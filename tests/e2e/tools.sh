@@ -1,0 +1,262 @@
+#!/usr/bin/env bash
+# tests/e2e/tools.sh: zonefuse as util-linux's fsck(8) and mkfs(8) see it.
+#
+# Installs zonefuse with `meson install --destdir` into a scratch root and
+# puts its sbin first on PATH, where fsck(8) and mkfs(8) look for their
+# helpers (fsck also looks in /sbin and /etc/fs first: a zonefuse
+# installed there would be the one run). Then:
+# - fsck -t zonefuse -n/-p/-a/-y/-f, and fsck of an fstab line of type
+#   fuse.zonefuse (fsck.fuse.zonefuse), on a clean and on a damaged image
+#   (one superblock copy overwritten): fsck(8)'s exit codes 0, 1, 4, 8, 16;
+# - mkfs -t zonefuse refuses an image holding btrfs, f2fs or ext4 (made
+#   by their own mkfs into the image's device bytes), naming it, and with
+#   --force makes zonefuse, after which blkid finds nothing;
+# - -V and --version on every command and helper;
+# - zonefuse label: set, read back, refused while mounted.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$here/lib.sh"
+
+e2e_begin "fsck(8) and mkfs(8) run the installed helpers with e2fsck's flags and exit codes; mkfs refuses other file systems' signatures; -V everywhere; label"
+e2e_need fsck util-linux
+e2e_need mkfs util-linux
+e2e_need blkid util-linux
+e2e_need meson meson
+[ -n "${ZONEFUSE_BUILD_ROOT:-}" ] || e2e_skip "ZONEFUSE_BUILD_ROOT (the meson build directory) is not set; run through meson test"
+
+root=$E2E_WORK/root
+meson install -C "$ZONEFUSE_BUILD_ROOT" --no-rebuild --destdir "$root" >"$E2E_WORK/install.log" 2>&1 ||
+	e2e_die "meson install --destdir $root failed: $(tail -n 5 "$E2E_WORK/install.log")"
+sbin=$(dirname "$(find "$root" -name zonefuse -type f | head -n 1)")
+Z=$sbin/zonefuse
+[ -x "$Z" ] || e2e_die "meson install put no zonefuse binary under $root"
+for h in mkfs.zonefuse fsck.zonefuse fsck.fuse.zonefuse; do
+	[ "$(readlink "$sbin/$h")" = zonefuse ] ||
+		e2e_fail "$sbin/$h is not the symlink to zonefuse that meson install should make"
+done
+export PATH="$sbin:$PATH"
+
+# The offset of device byte 0 in an emulator image (its header's data_off).
+data_off()
+{
+	od -An -t u8 -j 72 -N 8 "$1" | tr -d ' '
+}
+
+# Mark the first $2 zones of emulator image $1 written full, as the other
+# file system copied into their bytes would have left them on a zoned
+# drive (bytes above a write pointer are not the device's: the emulator
+# keeps them zero, and mkfs resets only zones that are not empty).
+zones_full()
+{
+	/usr/bin/python3 - "$1" "$2" <<'PY'
+import struct, sys
+path, n = sys.argv[1], int(sys.argv[2])
+
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+with open(path, "r+b") as f:
+    zone_size = struct.unpack_from("<Q", f.read(64), 24)[0]
+    for z in range(n):
+        at = 4096 + 32 * z  # the zone table: struct zemu_disk_zone
+        f.seek(at)
+        ent = bytearray(f.read(32))
+        if ent[25] != 2:  # conventional: no write pointer
+            continue
+        cap = struct.unpack_from("<Q", ent, 16)[0]
+        struct.pack_into("<Q", ent, 0, z * zone_size + cap)
+        ent[24] = 0xE  # full
+        struct.pack_into("<I", ent, 28, crc32c(bytes(ent[:28])))
+        f.seek(at)
+        f.write(ent)
+PY
+}
+
+# A fresh formatted image at $1.
+fresh()
+{
+	rm -f "$1"
+	e2e_image "$1"
+}
+
+# Overwrite the superblock copy at the start of the device with random
+# bytes: damage fsck reports (exit 4) and repairs from the other copy.
+damage_super()
+{
+	head -c 512 /dev/urandom |
+		dd of="$1" bs=1 seek="$(data_off "$1")" conv=notrunc status=none
+}
+
+# expect_rc WANT DESCRIPTION CMD...: run CMD (output in $out), check its
+# exit status.
+out=
+expect_rc()
+{
+	local want=$1 what=$2 rc
+
+	shift 2
+	out=$("$@" 2>&1)
+	rc=$?
+	[ "$rc" -eq "$want" ] || e2e_fail "$what: exit $rc, want $want (command: $*; output: $out)"
+}
+
+# ---- -V and --version ------------------------------------------------------
+
+e2e_log "-V and --version on every command and helper"
+want=$("$Z" --version)
+case $want in
+"zonefuse "[0-9]*) ;;
+*) e2e_fail "zonefuse --version printed '$want'" ;;
+esac
+for cmd in "" emu "emu create" "emu media-error" zones mkfs mount fsck label scrub stat dump; do
+	for v in -V --version; do
+		# shellcheck disable=SC2086 # $cmd is one or two words
+		got=$("$Z" $cmd $v 2>&1)
+		rc=$?
+		if [ "$rc" -ne 0 ] || [ "$got" != "$want" ]; then
+			e2e_fail "zonefuse $cmd $v: exit $rc, printed '$got'; want 0 and '$want'"
+		fi
+	done
+done
+for h in mkfs.zonefuse fsck.zonefuse fsck.fuse.zonefuse; do
+	for v in -V --version; do
+		got=$("$h" $v 2>&1)
+		rc=$?
+		if [ "$rc" -ne 0 ] || [ "$got" != "$want" ]; then
+			e2e_fail "$h $v: exit $rc, printed '$got'; want 0 and '$want'"
+		fi
+	done
+done
+
+# ---- fsck(8) ---------------------------------------------------------------
+
+e2e_log "fsck -t zonefuse on a clean image: 0 with every flag"
+img=$E2E_WORK/fsck.img
+fresh "$img"
+for flags in -n -p -a -y "-f -n" "-f -p" "-C0 -p" "-v -n"; do
+	# shellcheck disable=SC2086 # $flags is one or two options
+	expect_rc 0 "fsck -t zonefuse $flags (clean)" fsck -t zonefuse $flags "$img"
+	case $out in
+	*"$img:"*clean*) ;;
+	*) e2e_fail "fsck -t zonefuse $flags: zonefuse's summary line is missing (was the helper run?): $out" ;;
+	esac
+done
+
+e2e_log "fsck of an fstab line of type fuse.zonefuse runs fsck.fuse.zonefuse"
+printf '%s /mnt/zonefuse-tools-test fuse.zonefuse defaults 0 2\n' "$img" >"$E2E_WORK/fstab"
+expect_rc 0 "fsck -V -n with the fstab line" env LIBMOUNT_FSTAB="$E2E_WORK/fstab" fsck -V -n "$img"
+case $out in
+*fsck.fuse.zonefuse*"$img:"*clean*) ;;
+*) e2e_fail "fsck of an fstab line of type fuse.zonefuse did not run fsck.fuse.zonefuse: $out" ;;
+esac
+
+e2e_log "fsck on a damaged superblock copy: -n 4 and writes nothing, -p 1, then 0; -y 1; -t fuse.zonefuse -a 1"
+damage_super "$img"
+cp "$img" "$E2E_WORK/before"
+expect_rc 4 "fsck -t zonefuse -n (damaged)" fsck -t zonefuse -n "$img"
+cmp -s "$img" "$E2E_WORK/before" || e2e_fail "fsck -n changed the image"
+expect_rc 1 "fsck -t zonefuse -p (damaged)" fsck -t zonefuse -p "$img"
+expect_rc 0 "fsck -t zonefuse -n (after -p)" fsck -t zonefuse -n "$img"
+damage_super "$img"
+expect_rc 1 "fsck -t zonefuse -y (damaged)" fsck -t zonefuse -y "$img"
+damage_super "$img"
+expect_rc 1 "fsck -t fuse.zonefuse -a (damaged)" fsck -t fuse.zonefuse -a "$img"
+expect_rc 0 "fsck -t zonefuse -f -n (after -a)" fsck -t zonefuse -f -n "$img"
+
+e2e_log "fsck usage errors exit 16, a check that cannot run 8"
+expect_rc 16 "fsck -t zonefuse -n -y" fsck -t zonefuse -n -y "$img"
+expect_rc 16 "fsck -t zonefuse -p -y" fsck -t zonefuse -p -y "$img"
+expect_rc 16 "fsck -t zonefuse -C x" fsck -t zonefuse -C x "$img"
+expect_rc 8 "fsck -t zonefuse -n on a missing device" fsck -t zonefuse -n "$E2E_WORK/missing.img"
+
+# ---- mkfs(8) and other file systems' signatures ----------------------------
+
+e2e_log "mkfs -t zonefuse refuses btrfs, f2fs and ext4, naming them; --force overwrites"
+declare -A mkfs_of=([btrfs]="mkfs.btrfs -q -f -L" [f2fs]="mkfs.f2fs -q -f -l" [ext4]="mkfs.ext4 -q -F -L")
+declare -A pkg_of=([btrfs]=btrfs-progs [f2fs]=f2fs-tools [ext4]=e2fsprogs)
+[ -x /usr/bin/python3 ] || e2e_skip "/usr/bin/python3 missing (Debian package python3), used to edit the emulator's zone table"
+tried=0
+# Each file system on sequential zones (the reset clears it), and btrfs,
+# whose signature is at 64 KiB, past what zonefuse writes, on conventional
+# zones too (mkfs --force erases it there).
+for case in btrfs f2fs ext4 btrfs:conv; do
+	fs=${case%%:*}
+	read -r tool _ <<<"${mkfs_of[$fs]}"
+	if ! command -v "$tool" >/dev/null; then
+		e2e_log "no $tool (Debian package ${pkg_of[$fs]}): $case not tried"
+		continue
+	fi
+	tried=$((tried + 1))
+	img=$E2E_WORK/${case/:/-}.img
+	conv=()
+	[ "$case" = "$fs" ] || conv=(--conventional 60)
+	rm -f "$img"
+	"$Z" emu create "$img" --size 256M --zone-size 4M "${conv[@]}" >/dev/null ||
+		e2e_die "emu create $img failed"
+	off=$(data_off "$img")
+	rm -f "$E2E_WORK/other"
+	truncate -s 200M "$E2E_WORK/other"
+	# shellcheck disable=SC2086 # the mkfs command and its label option
+	${mkfs_of[$fs]} "old-$fs" "$E2E_WORK/other" >/dev/null 2>&1 || e2e_die "$tool on a scratch file failed"
+	dd if="$E2E_WORK/other" of="$img" bs=1M seek=$((off >> 20)) conv=notrunc status=none ||
+		e2e_die "copying the $fs image into $img failed"
+	zones_full "$img" 50 || e2e_die "marking the zones of $img full failed"
+	[ "$(blkid -p -O "$off" -s TYPE -o value "$img")" = "$fs" ] ||
+		e2e_die "blkid does not see the $fs file system copied into $img"
+
+	expect_rc 1 "mkfs -t zonefuse on $case" mkfs -t zonefuse "$img"
+	case $out in
+	*"$img holds a $fs file system (label 'old-$fs', UUID "*"); use --force to overwrite it"*) ;;
+	*) e2e_fail "mkfs -t zonefuse on $case did not name it: $out" ;;
+	esac
+	[ "$(blkid -p -O "$off" -s TYPE -o value "$img")" = "$fs" ] ||
+		e2e_fail "the refused mkfs changed the $case file system"
+	expect_rc 1 "mkfs.zonefuse on $case" mkfs.zonefuse "$img"
+	expect_rc 0 "mkfs -t zonefuse --force on $case" mkfs -t zonefuse --force "$img"
+	blkid -p -O "$off" "$img" >/dev/null 2>&1
+	[ $? -eq 2 ] || e2e_fail "blkid still finds a signature after mkfs --force over $case: $(blkid -p -O "$off" "$img")"
+	expect_rc 0 "fsck.zonefuse -n after mkfs --force over $case" fsck.zonefuse -n "$img"
+	expect_rc 1 "mkfs -t zonefuse again (now zonefuse)" mkfs -t zonefuse "$img"
+done
+[ "$tried" -gt 0 ] || e2e_fail "none of mkfs.btrfs, mkfs.f2fs, mkfs.ext4 is installed (Debian packages btrfs-progs, f2fs-tools, e2fsprogs): no signature tried"
+
+# ---- label -----------------------------------------------------------------
+
+e2e_log "label: set, read back, refused while mounted"
+img=$E2E_WORK/label.img
+mnt=$E2E_WORK/mnt
+fresh "$img"
+expect_rc 0 "zonefuse label (none)" "$Z" label "$img"
+[ "$out" = "" ] || e2e_fail "a new file system's label is '$out', want ''"
+expect_rc 0 "zonefuse label IMG 'ckpt data'" "$Z" label "$img" "ckpt data"
+expect_rc 0 "zonefuse label (read back)" "$Z" label "$img"
+[ "$out" = "ckpt data" ] || e2e_fail "the label read back is '$out', want 'ckpt data'"
+expect_rc 0 "fsck.zonefuse -n after the label change" fsck.zonefuse -n "$img"
+expect_rc 16 "zonefuse label with a control character" "$Z" label "$img" "$(printf 'a\tb')"
+expect_rc 16 "zonefuse label of 64 bytes" "$Z" label "$img" "$(printf '%064d' 0)"
+e2e_mount "$img" "$mnt"
+expect_rc 1 "zonefuse label while mounted" "$Z" label "$img" other
+case $out in
+*"is mounted on $mnt"*) ;;
+*) e2e_fail "zonefuse label while mounted did not say where: $out" ;;
+esac
+expect_rc 0 "zonefuse label (read while mounted)" "$Z" label "$img"
+[ "$out" = "ckpt data" ] || e2e_fail "the label read while mounted is '$out'"
+e2e_umount "$img" "$mnt"
+expect_rc 0 "zonefuse label (after the refused change)" "$Z" label "$img"
+[ "$out" = "ckpt data" ] || e2e_fail "the refused change changed the label to '$out'"
+expect_rc 0 "mkfs -L/-U" "$Z" mkfs --force -L given -U 01234567-89ab-4def-8123-456789abcdef "$img"
+case $out in
+*"uuid         01234567-89ab-4def-8123-456789abcdef"*"label        given"*) ;;
+*) e2e_fail "mkfs -L given -U ... did not print them: $out" ;;
+esac
+expect_rc 16 "mkfs -U not-a-uuid" "$Z" mkfs --force -U not-a-uuid "$img"
+
+e2e_end

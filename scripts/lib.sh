@@ -6,7 +6,7 @@
 
 # The Debian 12 packages that building zonefuse needs.
 ZF_BUILD_PKGS=(gcc pkg-config meson ninja-build libfuse3-dev fuse3
-	libzbd-dev liburing-dev check)
+	libzbd-dev liburing-dev check libjansson-dev)
 # What running and testing it needs on top (setfattr/getfattr, blkzone
 # tools, the format check and the script lint, fuser to name what holds a
 # busy mount, and PyTorch and NumPy for the training workloads of

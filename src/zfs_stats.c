@@ -15,6 +15,7 @@
 
 #include "zfs_i.h"
 #include "zonefuse/util.h"
+#include "zonefuse/zjson.h"
 
 /* ---- statistics ------------------------------------------------------------------------------------- */
 
@@ -138,70 +139,69 @@ int zfs_get_stats(struct zfs *fs, struct zfs_stats *s)
 	return 0;
 }
 
+/*
+ * The stats as one JSON object: `zonefuse stat --json` and the stats
+ * xattr. Its members and their order are the ones the hand-written
+ * output had (scripts read them); jansson writes the reals with the
+ * digits they need instead of a fixed count (1.0 rather than 1.0000).
+ */
 int zfs_stats_json(const struct zfs_stats *s, char *buf, size_t size)
 {
-	char wa[32], chain[ZFS_STATS_CHAIN * 12 + 8];
-	char mchain[ZFS_STATS_CHAIN * 12 + 8];
-	size_t cl = 0, ml = 0;
-	uint32_t i;
-	int n;
+	uint32_t nchain = ZF_MIN(s->nr_chain, ZFS_STATS_CHAIN);
+	json_t *o = json_object();
+	int ret = -ENOMEM;
 
-	chain[0] = mchain[0] = '\0';
-	for (i = 0; i < ZF_MIN(s->nr_chain, ZFS_STATS_CHAIN); i++) {
-		cl += (size_t)snprintf(chain + cl, sizeof(chain) - cl, "%s%u",
-				       i ? ", " : "", s->chain[i]);
-		if (s->metadata_copies > 1)
-			ml += (size_t)snprintf(mchain + ml, sizeof(mchain) - ml,
-					       "%s%u", i ? ", " : "",
-					       s->mirror_chain[i]);
-	}
-
-	if (s->write_amplification < 0)
-		snprintf(wa, sizeof(wa), "null");
-	else
-		snprintf(wa, sizeof(wa), "%.4f", s->write_amplification);
-	n = snprintf(buf, size,
-		     "{\"capacity_bytes\": %" PRIu64 ", \"used_bytes\": %" PRIu64
-		     ", \"free_bytes\": %" PRIu64 ", \"reclaimable_bytes\": %" PRIu64
-		     ", \"files\": %" PRIu64 ", \"directories\": %" PRIu64
-		     ", \"zones_total\": %u, \"zones_empty\": %u, \"zones_open\": %u"
-		     ", \"zones_closed\": %u, \"zones_full\": %u, \"meta_zones\": %u"
-		     ", \"zones_bad\": %u, \"snapshot_seq\": %" PRIu64
-		     ", \"last_seq\": %" PRIu64
-		     ", \"host_bytes_written\": %" PRIu64
-		     ", \"device_bytes_written\": %" PRIu64
-		     ", \"gc_bytes_written\": %" PRIu64
-		     ", \"meta_bytes_written\": %" PRIu64
-		     ", \"device_bytes_read\": %" PRIu64
-		     ", \"checksum_errors\": %" PRIu64
-		     ", \"write_amplification\": %s"
-		     ", \"resets_total\": %" PRIu64 ", \"resets_min\": %" PRIu64
-		     ", \"resets_max\": %" PRIu64 ", \"resets_mean\": %.3f"
-		     ", \"resets_spread\": %" PRIu64
-		     ", \"meta_resets_max\": %" PRIu64
-		     ", \"open_zones\": %u, \"active_zones\": %u"
-		     ", \"max_open\": %u, \"max_active\": %u"
-		     ", \"super_zones\": [%u, %u], \"chain_zones\": [%s]"
-		     ", \"chain_length\": %u"
-		     ", \"metadata_copies\": %u, \"mirror_zones\": [%s]"
-		     ", \"read_only\": %s}",
-		     s->capacity_bytes, s->used_bytes, s->free_bytes,
-		     s->reclaimable_bytes, s->files, s->directories,
-		     s->zones_total, s->zones_empty, s->zones_open,
-		     s->zones_closed, s->zones_full, s->meta_zones,
-		     s->zones_bad, s->snap_seq, s->last_seq,
-		     s->host_bytes_written, s->device_bytes_written,
-		     s->gc_bytes_written, s->meta_bytes_written,
-		     s->device_bytes_read, s->checksum_errors, wa,
-		     s->resets_total, s->resets_min, s->resets_max,
-		     s->resets_mean, s->resets_max - s->resets_min,
-		     s->meta_resets_max, s->open_zones,
-		     s->active_zones, s->max_open, s->max_active,
-		     s->super_zone[0], s->super_zone[1], chain, s->nr_chain,
-		     s->metadata_copies, mchain, s->read_only ? "true" : "false");
-	if (n < 0 || (size_t)n >= size)
-		return -ERANGE;
-	return n;
+	if (!o)
+		return -ENOMEM;
+	if (zjson_set_u64(o, "capacity_bytes", s->capacity_bytes) ||
+	    zjson_set_u64(o, "used_bytes", s->used_bytes) ||
+	    zjson_set_u64(o, "free_bytes", s->free_bytes) ||
+	    zjson_set_u64(o, "reclaimable_bytes", s->reclaimable_bytes) ||
+	    zjson_set_u64(o, "files", s->files) ||
+	    zjson_set_u64(o, "directories", s->directories) ||
+	    zjson_set_u64(o, "zones_total", s->zones_total) ||
+	    zjson_set_u64(o, "zones_empty", s->zones_empty) ||
+	    zjson_set_u64(o, "zones_open", s->zones_open) ||
+	    zjson_set_u64(o, "zones_closed", s->zones_closed) ||
+	    zjson_set_u64(o, "zones_full", s->zones_full) ||
+	    zjson_set_u64(o, "meta_zones", s->meta_zones) ||
+	    zjson_set_u64(o, "zones_bad", s->zones_bad) ||
+	    zjson_set_u64(o, "snapshot_seq", s->snap_seq) ||
+	    zjson_set_u64(o, "last_seq", s->last_seq) ||
+	    zjson_set_u64(o, "host_bytes_written", s->host_bytes_written) ||
+	    zjson_set_u64(o, "device_bytes_written", s->device_bytes_written) ||
+	    zjson_set_u64(o, "gc_bytes_written", s->gc_bytes_written) ||
+	    zjson_set_u64(o, "meta_bytes_written", s->meta_bytes_written) ||
+	    zjson_set_u64(o, "device_bytes_read", s->device_bytes_read) ||
+	    zjson_set_u64(o, "checksum_errors", s->checksum_errors))
+		goto out_put;
+	if (s->write_amplification < 0 ?
+		    json_object_set_new(o, "write_amplification", json_null()) :
+		    zjson_set_real(o, "write_amplification",
+				   s->write_amplification, 4))
+		goto out_put;
+	if (zjson_set_u64(o, "resets_total", s->resets_total) ||
+	    zjson_set_u64(o, "resets_min", s->resets_min) ||
+	    zjson_set_u64(o, "resets_max", s->resets_max) ||
+	    zjson_set_real(o, "resets_mean", s->resets_mean, 3) ||
+	    zjson_set_u64(o, "resets_spread", s->resets_max - s->resets_min) ||
+	    zjson_set_u64(o, "meta_resets_max", s->meta_resets_max) ||
+	    zjson_set_u64(o, "open_zones", s->open_zones) ||
+	    zjson_set_u64(o, "active_zones", s->active_zones) ||
+	    zjson_set_u64(o, "max_open", s->max_open) ||
+	    zjson_set_u64(o, "max_active", s->max_active) ||
+	    zjson_set_u32s(o, "super_zones", s->super_zone, 2) ||
+	    zjson_set_u32s(o, "chain_zones", s->chain, nchain) ||
+	    zjson_set_u64(o, "chain_length", s->nr_chain) ||
+	    zjson_set_u64(o, "metadata_copies", s->metadata_copies) ||
+	    zjson_set_u32s(o, "mirror_zones", s->mirror_chain,
+			   s->metadata_copies > 1 ? nchain : 0) ||
+	    json_object_set_new(o, "read_only", json_boolean(s->read_only)))
+		goto out_put;
+	ret = (int)zjson_dumpb(o, buf, size);
+out_put:
+	json_decref(o);
+	return ret;
 }
 
 ssize_t zfs_extents_text(struct zfs *fs, uint64_t ino, char *buf, size_t size)

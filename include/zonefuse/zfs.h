@@ -123,17 +123,58 @@ struct zfs_fsck_result {
 	char stop[200];	   /* where the log ended and why */
 };
 
+enum zfs_severity {
+	ZFS_SEV_ERROR,	 /* a problem: counts in errors (and fixed) */
+	ZFS_SEV_WARNING, /* counts in warnings: the device lost or froze data */
+	ZFS_SEV_NOTE,	 /* neither: normal, or more about one before */
+};
+
+/* Which of struct zfs_finding's objects are set. */
+#define ZFS_FIND_INO 0x01u   /* ino */
+#define ZFS_FIND_INOS 0x02u  /* inos[0..n_inos) */
+#define ZFS_FIND_DIR 0x04u   /* dir and name: an entry */
+#define ZFS_FIND_PATH 0x08u  /* path */
+#define ZFS_FIND_ZONE 0x10u  /* zone */
+#define ZFS_FIND_ADDR 0x20u  /* addr */
+#define ZFS_FIND_RANGE 0x40u /* foff and len */
+#define ZFS_FIND_SEQ 0x80u   /* seq */
+
+/*
+ * One finding of fsck or scrub: a stable @code (docs/usage.md lists them
+ * all: a finding's code never changes, a new kind of finding gets a new
+ * one), what it concerns (the members @has names) and the line a person
+ * reads (@text, no newline). Strings are the caller's for the call only.
+ */
+struct zfs_finding {
+	const char *code;
+	enum zfs_severity severity;
+	bool fixed; /* a problem a repair fixed */
+	unsigned int has;
+	uint64_t ino;	      /* the inode */
+	const uint64_t *inos; /* several inodes (the first few) */
+	uint32_t n_inos;
+	uint64_t dir;	  /* the directory holding the entry @name */
+	const char *name; /* bytes, not always UTF-8 */
+	const char *path; /* from the root (or a mount point): bytes */
+	uint32_t zone;
+	uint64_t addr;	    /* a byte address on the device */
+	uint64_t foff, len; /* a range of the file's bytes */
+	uint64_t seq;	    /* a journal record's sequence number */
+	const char *text;
+};
+
+typedef void zfs_finding_fn(void *arg, const struct zfs_finding *f);
+
 /*
  * Check the file system on @path; with ZFS_FSCK_REPAIR, fix what can be
  * fixed without losing data that can be proven good, and say what was
  * dropped; with ZFS_FSCK_DATA, read every data block too and report the
  * damaged files (no copy to repair them from: errors left). Each finding
- * goes to @say (one line, no newline). Returns an fsck(8) exit code;
- * ZFS_FSCK_OPERROR with @err when the check could not run.
+ * goes to @say. Returns an fsck(8) exit code; ZFS_FSCK_OPERROR with @err
+ * when the check could not run.
  */
-int zfs_fsck(const char *path, unsigned int flags,
-	     void (*say)(void *arg, const char *line), void *arg,
-	     struct zfs_fsck_result *res, char *err, size_t errlen);
+int zfs_fsck(const char *path, unsigned int flags, zfs_finding_fn *say,
+	     void *arg, struct zfs_fsck_result *res, char *err, size_t errlen);
 
 /*
  * Open a device (zdev_open) and mount the file system on it. The replayed

@@ -51,6 +51,8 @@ int zfs_get_stats(struct zfs *fs, struct zfs_stats *s)
 	uint32_t i;
 
 	memset(s, 0, sizeof(*s));
+	memcpy(s->uuid, fs->sb.uuid, sizeof(s->uuid));
+	memcpy(s->label, fs->sb.label, ZF_MIN(sizeof(fs->sb.label), sizeof(s->label) - 1));
 	alloc_space(fs, &s->capacity_bytes, &s->free_bytes, &s->used_bytes,
 		    &s->reclaimable_bytes);
 	jrnl_get_stats(fs->j, &js);
@@ -141,19 +143,22 @@ int zfs_get_stats(struct zfs *fs, struct zfs_stats *s)
 
 /*
  * The stats as one JSON object: `zonefuse stat --json` and the stats
- * xattr. Its members and their order are the ones the hand-written
- * output had (scripts read them); jansson writes the reals with the
- * digits they need instead of a fixed count (1.0 rather than 1.0000).
+ * xattr. The members the hand-written output had keep their order
+ * (scripts read them), after the identity (uuid, label); jansson writes
+ * the reals with the digits they need (1.0 rather than 1.0000).
  */
 int zfs_stats_json(const struct zfs_stats *s, char *buf, size_t size)
 {
 	uint32_t nchain = ZF_MIN(s->nr_chain, ZFS_STATS_CHAIN);
 	json_t *o = json_object();
 	int ret = -ENOMEM;
+	char uuid[37];
 
 	if (!o)
 		return -ENOMEM;
-	if (zjson_set_u64(o, "capacity_bytes", s->capacity_bytes) ||
+	if (zjson_set_str(o, "uuid", zutil_uuid_str(s->uuid, uuid)) ||
+	    zjson_set_str(o, "label", s->label) ||
+	    zjson_set_u64(o, "capacity_bytes", s->capacity_bytes) ||
 	    zjson_set_u64(o, "used_bytes", s->used_bytes) ||
 	    zjson_set_u64(o, "free_bytes", s->free_bytes) ||
 	    zjson_set_u64(o, "reclaimable_bytes", s->reclaimable_bytes) ||
@@ -204,11 +209,12 @@ out_put:
 	return ret;
 }
 
-ssize_t zfs_extents_text(struct zfs *fs, uint64_t ino, char *buf, size_t size)
+int zfs_extents_each(struct zfs *fs, uint64_t ino,
+		     int (*fn)(void *arg, const struct zfs_extent *e),
+		     void *arg)
 {
 	struct zm_inode *in;
-	ssize_t ret = 0;
-	size_t off = 0;
+	int ret = 0;
 	uint32_t k;
 
 	zlock_rd(&fs->meta_lock, ZLOCK_META);
@@ -221,28 +227,47 @@ ssize_t zfs_extents_text(struct zfs *fs, uint64_t ino, char *buf, size_t size)
 		goto out_unlock;
 	if (in->rt)
 		zlock_rd(&((struct zfs_rt *)in->rt)->lock, ZLOCK_RT);
-	for (k = 0; k < in->f.n_ext; k++) {
+	for (k = 0; !ret && k < in->f.n_ext; k++) {
 		const struct zm_extent *e = &in->f.ext[k];
-		uint32_t z = zm_zone_of(&fs->m, e->addr);
-		int n = snprintf(buf + off, size - off,
-				 "zone %u offset %" PRIu64 " length %" PRIu64
-				 " file_offset %" PRIu64 "\n",
-				 z, e->addr - fs->m.zones[z].start, e->len,
-				 e->foff);
+		struct zfs_extent x = { .zone = zm_zone_of(&fs->m, e->addr),
+					.len = e->len,
+					.foff = e->foff };
 
-		if (n < 0 || (size_t)n >= size - off) {
-			ret = -E2BIG;
-			break;
-		}
-		off += (size_t)n;
+		x.offset = e->addr - fs->m.zones[x.zone].start;
+		ret = fn(arg, &x);
 	}
 	if (in->rt)
 		zlock_unrw(&((struct zfs_rt *)in->rt)->lock);
-	if (!ret)
-		ret = (ssize_t)off;
 out_unlock:
 	zlock_unrw(&fs->meta_lock);
 	return ret;
+}
+
+struct zfs_extents_buf {
+	char *buf;
+	size_t size, off;
+};
+
+static int zfs_extent_line(void *arg, const struct zfs_extent *e)
+{
+	struct zfs_extents_buf *b = arg;
+	int n = snprintf(b->buf + b->off, b->size - b->off,
+			 "zone %u offset %" PRIu64 " length %" PRIu64
+			 " file_offset %" PRIu64 "\n",
+			 e->zone, e->offset, e->len, e->foff);
+
+	if (n < 0 || (size_t)n >= b->size - b->off)
+		return -E2BIG;
+	b->off += (size_t)n;
+	return 0;
+}
+
+ssize_t zfs_extents_text(struct zfs *fs, uint64_t ino, char *buf, size_t size)
+{
+	struct zfs_extents_buf b = { .buf = buf, .size = size };
+	int ret = zfs_extents_each(fs, ino, zfs_extent_line, &b);
+
+	return ret ? ret : (ssize_t)b.off;
 }
 
 int zfs_reclaim_now(struct zfs *fs)

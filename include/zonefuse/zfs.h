@@ -383,7 +383,12 @@ int zfs_statfs(struct zfs *fs, struct statvfs *st);
 
 #define ZFS_STATS_CHAIN 16u
 
+/* A label is at most this many bytes (the superblock holds it NUL-padded). */
+#define ZFS_LABEL_MAX 63
+
 struct zfs_stats {
+	uint8_t uuid[16]; /* the file system's identity (superblock) */
+	char label[ZFS_LABEL_MAX + 1]; /* bytes, NUL-terminated; "" for none */
 	uint64_t capacity_bytes, used_bytes, free_bytes, reclaimable_bytes;
 	uint64_t files, directories;
 	uint32_t zones_total, zones_empty, zones_open, zones_closed;
@@ -416,6 +421,21 @@ struct zfs_stats {
 int zfs_get_stats(struct zfs *fs, struct zfs_stats *st);
 /* The stats as the flat JSON object `zonefuse stat --json` prints. */
 int zfs_stats_json(const struct zfs_stats *st, char *buf, size_t size);
+/* One extent of a file: @len bytes at @offset in @zone hold file bytes @foff. */
+struct zfs_extent {
+	uint32_t zone;
+	uint64_t offset, len, foff;
+};
+
+/*
+ * Call @fn on each extent of @ino in file order, under the metadata's
+ * read lock (@fn must not call into @fs); stops at @fn's first non-zero
+ * return and returns it. 0 for a file without extents or not a regular
+ * file, -ENOENT.
+ */
+int zfs_extents_each(struct zfs *fs, uint64_t ino,
+		     int (*fn)(void *arg, const struct zfs_extent *e),
+		     void *arg);
 /* The extents of @ino, one "zone offset length" line each. */
 ssize_t zfs_extents_text(struct zfs *fs, uint64_t ino, char *buf,
 			 size_t size);

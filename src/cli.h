@@ -11,6 +11,8 @@
 #include <stdint.h>
 
 #include "zonefuse/zdev.h"
+#include "zonefuse/zfs.h"
+#include "zonefuse/zjson.h"
 
 /* Exit status for a command-line mistake (as fsck(8) and mkfs use). */
 #define CLI_EXIT_USAGE 16
@@ -55,7 +57,10 @@ char *cli_mounted_on(const char *path);
  */
 void cli_wait_released(const char *path);
 
-/* Print a JSON string with escapes. */
-void cli_json_str(const char *s);
+/*
+ * Append @f to the JSON array @list as an object: code, severity, fixed,
+ * the objects it concerns, text (docs/usage.md, "JSON"). 0 or -ENOMEM.
+ */
+int cli_json_finding(json_t *list, const struct zfs_finding *f);
 
 #endif /* ZONEFUSE_CLI_H */

@@ -60,20 +60,39 @@ int cli_u32_arg(const char *cmd, const char *opt, const char *val,
 	return 0;
 }
 
-void cli_json_str(const char *s)
+int cli_json_finding(json_t *list, const struct zfs_finding *f)
 {
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
+	static const char *sev[] = { "error", "warning", "note" };
+	json_t *o = json_object(), *inos = NULL;
+	unsigned int h = f->has;
+	uint32_t i;
 
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
+	if (!o || json_array_append_new(list, o) ||
+	    zjson_set_str(o, "code", f->code) ||
+	    zjson_set_str(o, "severity", sev[f->severity]) ||
+	    json_object_set_new(o, "fixed", json_boolean(f->fixed)))
+		return -ENOMEM;
+	if (((h & ZFS_FIND_INO) && zjson_set_u64(o, "inode", f->ino)) ||
+	    ((h & ZFS_FIND_DIR) &&
+	     (zjson_set_u64(o, "directory", f->dir) ||
+	      zjson_set_str(o, "name", f->name))) ||
+	    ((h & ZFS_FIND_PATH) && zjson_set_str(o, "path", f->path)) ||
+	    ((h & ZFS_FIND_ZONE) && zjson_set_u64(o, "zone", f->zone)) ||
+	    ((h & ZFS_FIND_ADDR) && zjson_set_u64(o, "address", f->addr)) ||
+	    ((h & ZFS_FIND_RANGE) &&
+	     (zjson_set_u64(o, "file_offset", f->foff) ||
+	      zjson_set_u64(o, "length", f->len))) ||
+	    ((h & ZFS_FIND_SEQ) && zjson_set_u64(o, "seq", f->seq)))
+		return -ENOMEM;
+	if (h & ZFS_FIND_INOS) {
+		inos = json_array();
+		if (!inos || json_object_set_new(o, "inodes", inos))
+			return -ENOMEM;
+		for (i = 0; i < f->n_inos; i++)
+			if (json_array_append_new(inos, json_integer((json_int_t)f->inos[i])))
+				return -ENOMEM;
 	}
-	putchar('"');
+	return zjson_set_str(o, "text", f->text);
 }
 
 /*

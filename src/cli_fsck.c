@@ -4,6 +4,7 @@
  * fsck.zonefuse and fsck.fuse.zonefuse by fsck(8): e2fsck's flags
  * (-p/-a, -n, -y, -f, -C FD, -v, -V) and its exit codes.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -39,19 +40,61 @@ static void fsck_usage(FILE *f)
 
 struct fsck_out {
 	bool json;
-	unsigned int n;
+	json_t *problems; /* with json */
+	bool short_mem;	  /* a finding could not be kept */
 };
 
-static void fsck_say(void *arg, const char *line)
+static void fsck_say(void *arg, const struct zfs_finding *f)
 {
 	struct fsck_out *o = arg;
 
-	if (o->json) {
-		printf("%s", o->n++ ? ", " : "");
-		cli_json_str(line);
-	} else {
-		printf("%s\n", line);
-	}
+	if (!o->json)
+		printf("%s\n", f->text);
+	else if (cli_json_finding(o->problems, f))
+		o->short_mem = true;
+}
+
+/*
+ * The result as one object: the device, the findings, the counts. Metadata
+ * that does not replay at all is a finding too (metadata-unreplayable);
+ * "error" is why the check could not run.
+ */
+static int fsck_json(const char *dev, unsigned int flags,
+		     const struct zfs_fsck_result *res, int ret,
+		     const char *err, struct fsck_out *out)
+{
+	json_t *o = json_object();
+	int r = -ENOMEM;
+
+	if (ret == ZFS_FSCK_UNFIXED && err[0] &&
+	    cli_json_finding(out->problems,
+			     &(struct zfs_finding){
+				     .code = "metadata-unreplayable",
+				     .text = err }))
+		goto out_put;
+	if (!o || out->short_mem || zjson_set_str(o, "device", dev) ||
+	    json_object_set(o, "problems", out->problems) ||
+	    zjson_set_u64(o, "errors", res->errors) ||
+	    zjson_set_u64(o, "fixed", res->fixed) ||
+	    zjson_set_u64(o, "warnings", res->warnings) ||
+	    zjson_set_u64(o, "inodes", res->inodes) ||
+	    zjson_set_u64(o, "directories", res->dirs) ||
+	    zjson_set_u64(o, "extents", res->extents) ||
+	    zjson_set_u64(o, "log_records", res->log_records) ||
+	    json_object_set_new(o, "clean", json_boolean(res->clean_tail)) ||
+	    json_object_set_new(o, "exit", json_integer(ret)))
+		goto out_put;
+	if ((flags & ZFS_FSCK_DATA) &&
+	    (zjson_set_u64(o, "data_bytes", res->data_bytes) ||
+	     zjson_set_u64(o, "data_files", res->data_files) ||
+	     zjson_set_u64(o, "damaged_files", res->damaged_files)))
+		goto out_put;
+	if (ret == ZFS_FSCK_OPERROR && err[0] && zjson_set_str(o, "error", err))
+		goto out_put;
+	r = zjson_print(stdout, o);
+out_put:
+	json_decref(o);
+	return r;
 }
 
 int cli_fsck(int argc, char **argv)
@@ -123,30 +166,22 @@ int cli_fsck(int argc, char **argv)
 	if (cli_refuse_mounted("fsck", argv[optind]))
 		return ZFS_FSCK_OPERROR;
 	if (out.json) {
-		printf("{\"device\": ");
-		cli_json_str(argv[optind]);
-		printf(", \"problems\": [");
+		out.problems = json_array();
+		if (!out.problems) {
+			cli_error("fsck", "out of memory");
+			return ZFS_FSCK_OPERROR;
+		}
 	}
 	cli_wait_released(argv[optind]);
 	ret = zfs_fsck(argv[optind], flags, fsck_say, &out, &res, err,
 		       sizeof(err));
 	if (out.json) {
-		printf("], \"errors\": %u, \"fixed\": %u, \"warnings\": %u"
-		       ", \"inodes\": %" PRIu64
-		       ", \"directories\": %" PRIu64 ", \"extents\": %" PRIu64
-		       ", \"log_records\": %" PRIu64 ", \"clean\": %s, \"exit\": %d",
-		       res.errors, res.fixed, res.warnings, res.inodes, res.dirs,
-		       res.extents,
-		       res.log_records, res.clean_tail ? "true" : "false", ret);
-		if (flags & ZFS_FSCK_DATA)
-			printf(", \"data_bytes\": %" PRIu64 ", \"data_files\": %" PRIu64
-			       ", \"damaged_files\": %" PRIu64,
-			       res.data_bytes, res.data_files, res.damaged_files);
-		if (err[0]) {
-			printf(", \"error\": ");
-			cli_json_str(err);
+		if (fsck_json(argv[optind], flags, &res, ret, err, &out)) {
+			cli_error("fsck", "%s: writing the JSON result failed",
+				  argv[optind]);
+			ret = ZFS_FSCK_OPERROR;
 		}
-		printf("}\n");
+		json_decref(out.problems);
 		return ret;
 	}
 	if (err[0])

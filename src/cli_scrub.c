@@ -49,24 +49,33 @@ static void scrub_usage(FILE *f)
 /* The walk of a mount point (nftw has no argument for its callback). */
 static struct {
 	bool json, tty;
-	unsigned int nlines;
+	json_t *problems; /* with json */
+	bool short_mem;	  /* a finding could not be kept */
 	uint64_t files, bytes, damaged, errors;
 	unsigned int meta_copies, meta_damage; /* 0 copies: not scrubbed */
 	bool meta_rewritten, meta_left;
 	time_t last;
 } sw;
 
-static void scrub_line(const char *line)
+static void scrub_find(const struct zfs_finding *f)
 {
 	if (sw.json) {
-		printf("%s", sw.nlines++ ? ", " : "");
-		cli_json_str(line);
+		if (cli_json_finding(sw.problems, f))
+			sw.short_mem = true;
 	} else {
 		if (sw.tty)
 			fprintf(stderr, "\r\033[K");
-		printf("%s\n", line);
+		printf("%s\n", f->text);
 		fflush(stdout);
 	}
+}
+
+/* A finding of @code (an error unless @sev says) whose text is @line. */
+static void scrub_line(const char *code, enum zfs_severity sev,
+		       const char *line)
+{
+	scrub_find(&(struct zfs_finding){
+		.code = code, .severity = sev, .text = line });
 }
 
 static void scrub_progress(bool last)
@@ -97,7 +106,10 @@ static int scrub_walk_one(const char *path, const struct stat *st, int type,
 			return 0; /* removed meanwhile */
 		snprintf(line, sizeof(line), "%s: scrub failed: %s", path,
 			 strerror(errno));
-		scrub_line(line);
+		scrub_find(&(struct zfs_finding){ .code = "scrub-failed",
+						   .has = ZFS_FIND_PATH,
+						   .path = path,
+						   .text = line });
 		sw.errors++;
 		return errno == ENODATA || errno == EOPNOTSUPP ? 1 : 0;
 	}
@@ -117,12 +129,27 @@ static int scrub_walk_one(const char *path, const struct stat *st, int type,
 				 path, len, off, zone,
 				 strcmp(what, "unreadable") ? "fail their checksum" :
 							      "cannot be read");
-			scrub_line(line);
+			scrub_find(&(struct zfs_finding){
+				.code = "data-damaged",
+				.has = ZFS_FIND_INO | ZFS_FIND_PATH |
+				       ZFS_FIND_ZONE | ZFS_FIND_RANGE,
+				.ino = (uint64_t)st->st_ino,
+				.path = path,
+				.zone = zone,
+				.foff = off,
+				.len = len,
+				.text = line });
 			bad = true;
 		} else if (!strcmp(p, "more")) {
 			snprintf(line, sizeof(line),
 				 "data: %s: more damaged ranges than listed", path);
-			scrub_line(line);
+			scrub_find(&(struct zfs_finding){
+				.code = "data-damaged-more",
+				.severity = ZFS_SEV_NOTE,
+				.has = ZFS_FIND_INO | ZFS_FIND_PATH,
+				.ino = (uint64_t)st->st_ino,
+				.path = path,
+				.text = line });
 		}
 	}
 	sw.damaged += bad;
@@ -146,7 +173,8 @@ static void scrub_meta(const char *dir)
 		snprintf(line, sizeof(line), "metadata: not scrubbed: %s",
 			 errno == EPERM ? "only root may (commits wait while it reads)" :
 					  strerror(errno));
-		scrub_line(line);
+		scrub_line("metadata-not-scrubbed",
+			   errno == EPERM ? ZFS_SEV_NOTE : ZFS_SEV_ERROR, line);
 		if (errno != EPERM)
 			sw.errors++;
 		return;
@@ -154,6 +182,7 @@ static void scrub_meta(const char *dir)
 	buf[n] = '\0';
 	for (p = strtok_r(buf, "\n", &save); p; p = strtok_r(NULL, "\n", &save)) {
 		const char *text = strchr(p, ' ') ? strchr(p, ' ') + 1 : "";
+		const char *code;
 
 		if (sscanf(p, "copies %u", &sw.meta_copies) == 1)
 			continue;
@@ -163,24 +192,62 @@ static void scrub_meta(const char *dir)
 		}
 		if (!strncmp(p, "damage ", 7)) {
 			sw.meta_damage++;
+			code = "metadata-damaged";
 			snprintf(line, sizeof(line), "metadata: %s", text);
 		} else if (!strncmp(p, "left ", 5)) {
 			sw.meta_left = true;
+			code = "metadata-not-rewritten";
 			snprintf(line, sizeof(line),
 				 "metadata: not rewritten (%s): unmount and run `zonefuse fsck --repair`",
 				 text);
 		} else if (!strncmp(p, "after ", 6)) {
 			sw.meta_left = true;
+			code = "metadata-still-damaged";
 			snprintf(line, sizeof(line),
 				 "metadata: written anew from memory, but still: %s; the device may be failing: copy the files out",
 				 text);
 		} else {
 			continue;
 		}
-		scrub_line(line);
+		scrub_line(code, ZFS_SEV_ERROR, line);
 	}
 	if (sw.meta_rewritten && !sw.meta_left)
-		scrub_line("metadata: written anew from the metadata in memory, every copy, and read back whole");
+		scrub_line("metadata-rewritten", ZFS_SEV_NOTE,
+			   "metadata: written anew from the metadata in memory, every copy, and read back whole");
+}
+
+/* The result of a scrub of a mount point as one object. */
+static int scrub_json_mounted(const char *dir, int ret)
+{
+	json_t *o = json_object(), *m = NULL;
+
+	if (!o || sw.short_mem || zjson_set_str(o, "target", dir) ||
+	    json_object_set_new(o, "mounted", json_true()) ||
+	    json_object_set(o, "problems", sw.problems) ||
+	    zjson_set_u64(o, "files", sw.files) ||
+	    zjson_set_u64(o, "data_bytes", sw.bytes) ||
+	    zjson_set_u64(o, "damaged_files", sw.damaged) ||
+	    zjson_set_u64(o, "errors", sw.errors))
+		goto out_fail;
+	if (sw.meta_copies) {
+		m = json_object();
+		if (!m || json_object_set_new(o, "metadata", m) ||
+		    zjson_set_u64(m, "copies", sw.meta_copies) ||
+		    zjson_set_u64(m, "damage", sw.meta_damage) ||
+		    json_object_set_new(m, "rewritten",
+					json_boolean(sw.meta_rewritten)) ||
+		    json_object_set_new(m, "left", json_boolean(sw.meta_left)))
+			goto out_fail;
+	}
+	if (json_object_set_new(o, "exit", json_integer(ret)) ||
+	    zjson_print(stdout, o))
+		goto out_fail;
+	json_decref(o);
+	return ret;
+out_fail:
+	json_decref(o);
+	cli_error("scrub", "%s: writing the JSON result failed", dir);
+	return ZFS_FSCK_OPERROR;
 }
 
 static int scrub_mounted(const char *dir, bool json)
@@ -196,11 +263,6 @@ static int scrub_mounted(const char *dir, bool json)
 			  ZFS_XATTR_STATS, strerror(errno));
 		return ZFS_FSCK_OPERROR;
 	}
-	if (json) {
-		printf("{\"target\": ");
-		cli_json_str(dir);
-		printf(", \"mounted\": true, \"problems\": [");
-	}
 	scrub_meta(dir);
 	if (nftw(dir, scrub_walk_one, 64, FTW_PHYS | FTW_MOUNT) < 0) {
 		cli_error("scrub", "%s: walking the tree failed: %s", dir,
@@ -214,18 +276,8 @@ static int scrub_mounted(const char *dir, bool json)
 		ret = ZFS_FSCK_UNFIXED;
 	else
 		ret = sw.meta_rewritten ? ZFS_FSCK_FIXED : ZFS_FSCK_OK;
-	if (json) {
-		printf("], \"files\": %" PRIu64 ", \"data_bytes\": %" PRIu64
-		       ", \"damaged_files\": %" PRIu64 ", \"errors\": %" PRIu64,
-		       sw.files, sw.bytes, sw.damaged, sw.errors);
-		if (sw.meta_copies)
-			printf(", \"metadata\": {\"copies\": %u, \"damage\": %u, \"rewritten\": %s, \"left\": %s}",
-			       sw.meta_copies, sw.meta_damage,
-			       sw.meta_rewritten ? "true" : "false",
-			       sw.meta_left ? "true" : "false");
-		printf(", \"exit\": %d}\n", ret);
-		return ret;
-	}
+	if (json)
+		return scrub_json_mounted(dir, ret);
 	if (sw.meta_copies)
 		printf("%s: metadata: %u cop%s read back, %u problem%s%s; ", dir,
 		       sw.meta_copies, sw.meta_copies > 1 ? "ies" : "y",
@@ -238,10 +290,37 @@ static int scrub_mounted(const char *dir, bool json)
 	return ret;
 }
 
-static void scrub_say(void *arg, const char *line)
+static void scrub_say(void *arg, const struct zfs_finding *f)
 {
 	(void)arg;
-	scrub_line(line);
+	scrub_find(f);
+}
+
+/* The result of a scrub of an unmounted device as one object. */
+static int scrub_json_device(const char *dev, const struct zfs_fsck_result *res,
+			     int ret, const char *err)
+{
+	json_t *o = json_object();
+
+	if (ret == ZFS_FSCK_UNFIXED && err[0])
+		scrub_line("metadata-unreplayable", ZFS_SEV_ERROR, err);
+	if (!o || sw.short_mem || zjson_set_str(o, "target", dev) ||
+	    json_object_set_new(o, "mounted", json_false()) ||
+	    json_object_set(o, "problems", sw.problems) ||
+	    zjson_set_u64(o, "files", res->data_files) ||
+	    zjson_set_u64(o, "data_bytes", res->data_bytes) ||
+	    zjson_set_u64(o, "damaged_files", res->damaged_files) ||
+	    zjson_set_u64(o, "errors", res->errors) ||
+	    json_object_set_new(o, "exit", json_integer(ret)) ||
+	    (ret == ZFS_FSCK_OPERROR && err[0] &&
+	     zjson_set_str(o, "error", err)) ||
+	    zjson_print(stdout, o)) {
+		json_decref(o);
+		cli_error("scrub", "%s: writing the JSON result failed", dev);
+		return ZFS_FSCK_OPERROR;
+	}
+	json_decref(o);
+	return ret;
 }
 
 static int scrub_device(const char *dev, bool json)
@@ -254,11 +333,6 @@ static int scrub_device(const char *dev, bool json)
 	if (cli_refuse_mounted("scrub", dev))
 		return ZFS_FSCK_OPERROR;
 	cli_wait_released(dev);
-	if (json) {
-		printf("{\"target\": ");
-		cli_json_str(dev);
-		printf(", \"mounted\": false, \"problems\": [");
-	}
 	ret = zfs_fsck(dev, ZFS_FSCK_DATA, scrub_say, NULL, &res, err,
 		       sizeof(err));
 	/* Damage only a copy covered: a writable mount rewrites it. */
@@ -273,22 +347,16 @@ static int scrub_device(const char *dev, bool json)
 				 "metadata: %u damaged block%s rewritten from %s copy",
 				 res.copies_bad, res.copies_bad > 1 ? "s" : "",
 				 res.copies_bad > 1 ? "their" : "its");
-			scrub_line(line);
+			scrub_find(&(struct zfs_finding){
+				.code = "metadata-copy-rewritten",
+				.severity = ZFS_SEV_NOTE,
+				.fixed = true,
+				.text = line });
 			ret = ZFS_FSCK_FIXED;
 		}
 	}
-	if (json) {
-		printf("], \"files\": %" PRIu64 ", \"data_bytes\": %" PRIu64
-		       ", \"damaged_files\": %" PRIu64 ", \"errors\": %u, \"exit\": %d",
-		       res.data_files, res.data_bytes, res.damaged_files,
-		       res.errors, ret);
-		if (err[0]) {
-			printf(", \"error\": ");
-			cli_json_str(err);
-		}
-		printf("}\n");
-		return ret;
-	}
+	if (json)
+		return scrub_json_device(dev, &res, ret, err);
 	if (err[0])
 		cli_error("scrub", "%s", err);
 	if (ret != ZFS_FSCK_OPERROR)
@@ -308,7 +376,7 @@ int cli_scrub(int argc, char **argv)
 	};
 	bool json = false;
 	struct stat st;
-	int c;
+	int c, ret;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
@@ -335,6 +403,12 @@ int cli_scrub(int argc, char **argv)
 		cli_error("scrub", "%s: %s", argv[optind], strerror(errno));
 		return ZFS_FSCK_OPERROR;
 	}
-	return S_ISDIR(st.st_mode) ? scrub_mounted(argv[optind], json) :
-				     scrub_device(argv[optind], json);
+	if (json && !(sw.problems = json_array())) {
+		cli_error("scrub", "out of memory");
+		return ZFS_FSCK_OPERROR;
+	}
+	ret = S_ISDIR(st.st_mode) ? scrub_mounted(argv[optind], json) :
+				    scrub_device(argv[optind], json);
+	json_decref(sw.problems);
+	return ret;
 }

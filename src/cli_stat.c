@@ -61,6 +61,7 @@ int cli_stat(int argc, char **argv)
 	struct zfs_stats st;
 	struct zfs *fs;
 	char err[512] = "", json[4096], a[32], b[32], c[32], d[32];
+	char label[4 * ZFS_LABEL_MAX + 1], uuid[37];
 	bool as_json = false;
 	int opt, ret;
 
@@ -104,6 +105,9 @@ int cli_stat(int argc, char **argv)
 		return 0;
 	}
 	printf("%s\n", argv[optind]);
+	zutil_escape(label, sizeof(label), st.label, strlen(st.label));
+	printf("  uuid         %s\n", zutil_uuid_str(st.uuid, uuid));
+	printf("  label        %s\n", label[0] ? label : "(none)");
 	printf("  capacity     %s, used %s, free %s, reclaimable %s\n",
 	       zutil_size_str(st.capacity_bytes, a, sizeof(a)),
 	       zutil_size_str(st.used_bytes, b, sizeof(b)),

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* zonefuse zones DEVICE [--json]: a zone report like blkzone report. */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 
 #include "cli.h"
 #include "zonefuse/util.h"
+#include "zonefuse/zjson.h"
 
 static void zones_usage(FILE *f)
 {
@@ -45,32 +47,51 @@ static void zones_text(const struct zdev *dev, const struct zdev_zone *z,
 	}
 }
 
-static void zones_json(const struct zdev *dev, const struct zdev_zone *z,
-		       uint32_t nr)
+/* The head, then one zone a line (as the text report has them). */
+static int zones_json(const struct zdev *dev, const struct zdev_zone *z,
+		      uint32_t nr)
 {
 	const struct zdev_geom *g = zdev_geom(dev);
+	json_t *o = json_object(), *e = NULL;
+	struct zjson_list l;
+	int ret = -ENOMEM;
 	uint32_t i;
 
-	printf("{\"device\": ");
-	cli_json_str(zdev_path(dev));
-	printf(", \"backend\": \"%s\", \"zone_size\": %" PRIu64
-	       ", \"nr_zones\": %u, \"block_size\": %u, \"max_open\": %u"
-	       ", \"max_active\": %u, \"zones\": [",
-	       zdev_backend(dev), g->zone_size, g->nr_zones, g->block_size,
-	       g->max_open, g->max_active);
-	for (i = 0; i < nr; i++) {
-		printf("%s\n  {\"index\": %u, \"start\": %" PRIu64
-		       ", \"len\": %" PRIu64 ", \"capacity\": %" PRIu64
-		       ", \"wp\": %" PRIu64 ", \"cond\": \"%s\", \"type\": \"%s\", \"resets\": ",
-		       i ? "," : "", i, z[i].start, z[i].len, z[i].capacity,
-		       z[i].wp, zdev_cond_name(z[i].cond),
-		       z[i].type == ZDEV_ZONE_CONV ? "conv" : "seq");
-		if (z[i].resets == ZDEV_RESETS_UNKNOWN)
-			printf("null}");
-		else
-			printf("%" PRIu64 "}", z[i].resets);
+	if (!o || zjson_set_str(o, "device", zdev_path(dev)) ||
+	    zjson_set_str(o, "backend", zdev_backend(dev)) ||
+	    zjson_set_u64(o, "zone_size", g->zone_size) ||
+	    zjson_set_u64(o, "nr_zones", g->nr_zones) ||
+	    zjson_set_u64(o, "block_size", g->block_size) ||
+	    zjson_set_u64(o, "max_open", g->max_open) ||
+	    zjson_set_u64(o, "max_active", g->max_active))
+		goto out_put;
+	ret = zjson_list_begin(&l, stdout, o, "zones");
+	for (i = 0; !ret && i < nr; i++) {
+		e = json_object();
+		ret = -ENOMEM;
+		if (!e || zjson_set_u64(e, "index", i) ||
+		    zjson_set_u64(e, "start", z[i].start) ||
+		    zjson_set_u64(e, "len", z[i].len) ||
+		    zjson_set_u64(e, "capacity", z[i].capacity) ||
+		    zjson_set_u64(e, "wp", z[i].wp) ||
+		    zjson_set_str(e, "cond", zdev_cond_name(z[i].cond)) ||
+		    zjson_set_str(e, "type", z[i].type == ZDEV_ZONE_CONV ?
+							"conv" :
+							"seq") ||
+		    (z[i].resets == ZDEV_RESETS_UNKNOWN ?
+			     json_object_set_new(e, "resets", json_null()) :
+			     zjson_set_u64(e, "resets", z[i].resets)))
+			goto out_put;
+		ret = zjson_list_item(&l, e);
+		json_decref(e);
+		e = NULL;
 	}
-	printf("\n]}\n");
+	if (!ret)
+		ret = zjson_list_end(&l);
+out_put:
+	json_decref(e);
+	json_decref(o);
+	return ret;
 }
 
 int cli_zones(int argc, char **argv)
@@ -124,11 +145,15 @@ int cli_zones(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	if (json)
-		zones_json(dev, zones, (uint32_t)ret);
-	else
+	if (!json) {
 		zones_text(dev, zones, (uint32_t)ret);
-	ret = 0;
+		ret = 0;
+	} else if (zones_json(dev, zones, (uint32_t)ret)) {
+		cli_error("zones", "writing the JSON report failed");
+		ret = 1;
+	} else {
+		ret = 0;
+	}
 out:
 	free(zones);
 	zdev_close(dev);

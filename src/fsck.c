@@ -29,34 +29,67 @@
  * if no repair pass follows to say them again.
  */
 struct fsck {
-	void (*say)(void *arg, const char *line);
+	zfs_finding_fn *say;
 	void *arg;
 	struct zfs_fsck_result *res;
 	bool hold;
-	char **held;
+	struct zfs_finding *held; /* their strings and inodes are copies */
 	size_t nheld;
 	bool held_short; /* out of memory: some findings were not kept */
 };
 
-static void fsck_emit(void *arg, const char *line)
+static void fsck_finding_free(struct zfs_finding *h)
+{
+	free((void *)h->inos);
+	free((void *)h->name);
+	free((void *)h->path);
+	free((void *)h->text);
+}
+
+/* Copy @w's strings and inodes into @h. 0 or -ENOMEM (nothing kept). */
+static int fsck_finding_dup(struct zfs_finding *h, const struct zfs_finding *w)
+{
+	*h = *w;
+	h->inos = NULL;
+	h->name = h->path = NULL;
+	h->text = strdup(w->text);
+	if (w->n_inos) {
+		uint64_t *v = malloc(w->n_inos * sizeof(*v));
+
+		if (v)
+			memcpy(v, w->inos, w->n_inos * sizeof(*v));
+		h->inos = v;
+	}
+	if (w->name)
+		h->name = strdup(w->name);
+	if (w->path)
+		h->path = strdup(w->path);
+	if (!h->text || (w->n_inos && !h->inos) || (w->name && !h->name) ||
+	    (w->path && !h->path)) {
+		fsck_finding_free(h);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void fsck_emit(void *arg, const struct zfs_finding *w)
 {
 	struct fsck *f = arg;
-	char **h, *s;
+	struct zfs_finding *h;
 
 	if (!f->hold) {
 		if (f->say)
-			f->say(f->arg, line);
+			f->say(f->arg, w);
 		return;
 	}
 	h = realloc(f->held, (f->nheld + 1) * sizeof(*h));
-	s = h ? strdup(line) : NULL;
 	if (h)
 		f->held = h;
-	if (!s) {
+	if (!h || fsck_finding_dup(&h[f->nheld], w)) {
 		f->held_short = true;
 		return;
 	}
-	f->held[f->nheld++] = s;
+	f->nheld++;
 }
 
 /* Say the held findings (@say) or drop them. */
@@ -66,11 +99,15 @@ static void fsck_release(struct fsck *f, bool say)
 
 	for (i = 0; i < f->nheld; i++) {
 		if (say && f->say)
-			f->say(f->arg, f->held[i]);
-		free(f->held[i]);
+			f->say(f->arg, &f->held[i]);
+		fsck_finding_free(&f->held[i]);
 	}
 	if (say && f->say && f->held_short)
-		f->say(f->arg, "(out of memory: some findings were not kept)");
+		f->say(f->arg,
+		       &(struct zfs_finding){
+			       .code = "findings-lost",
+			       .severity = ZFS_SEV_NOTE,
+			       .text = "(out of memory: some findings were not kept)" });
 	free(f->held);
 	f->held = NULL;
 	f->nheld = 0;
@@ -78,8 +115,15 @@ static void fsck_release(struct fsck *f, bool say)
 	f->hold = false;
 }
 
-__attribute__((format(printf, 3, 4))) static void
-fsck_say(struct fsck *f, bool problem, const char *fmt, ...)
+/*
+ * A finding of fsck's own (the journal's, the data's): @what has its
+ * code, what it concerns and its severity, the format its text. With
+ * @count it is one more problem in errors (the caller counts what it
+ * fixed): a file's damaged ranges are one problem.
+ */
+__attribute__((format(printf, 4, 5))) static void
+fsck_say(struct fsck *f, bool count, struct zfs_finding what,
+	 const char *fmt, ...)
 {
 	char line[512];
 	va_list ap;
@@ -87,9 +131,10 @@ fsck_say(struct fsck *f, bool problem, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	if (problem)
+	if (count)
 		f->res->errors++;
-	fsck_emit(f, line);
+	what.text = line;
+	fsck_emit(f, &what);
 }
 
 /*
@@ -107,7 +152,13 @@ static void fsck_journal(struct fsck *f, const struct jrnl_replay_info *ri,
 			snprintf(after, sizeof(after),
 				 ", but valid records up to seq %" PRIu64 " follow",
 				 ri->damaged_seq);
-		fsck_say(f, true, "journal: damaged in the middle: replay stopped at %s%s%s",
+		fsck_say(f, true,
+			 (struct zfs_finding){
+				 .code = "journal-damaged",
+				 .fixed = repair,
+				 .has = ri->damaged_seq ? ZFS_FIND_SEQ : 0,
+				 .seq = ri->damaged_seq },
+			 "journal: damaged in the middle: replay stopped at %s%s%s",
 			 ri->stop, after,
 			 repair ? "; the changes after it are given up, and the log now ends there (fixed)" :
 				  ": a repair gives up the changes after it");
@@ -115,13 +166,19 @@ static void fsck_journal(struct fsck *f, const struct jrnl_replay_info *ri,
 			f->res->fixed++;
 	}
 	if (ri->super_damaged) {
-		fsck_say(f, true, "super zones: %s is damaged (the other copy served)%s",
+		fsck_say(f, true,
+			 (struct zfs_finding){ .code = "superblock-damaged",
+					       .fixed = repair },
+			 "super zones: %s is damaged (the other copy served)%s",
 			 ri->super_bad, repair ? ": rewritten (fixed)" : "");
 		f->res->fixed += repair;
 		f->res->copies_bad++;
 	}
 	if (ri->anchor_damaged) {
-		fsck_say(f, true, "super zones: %s is damaged (%s)%s", ri->anchor_bad,
+		fsck_say(f, true,
+			 (struct zfs_finding){ .code = "anchor-damaged",
+					       .fixed = repair },
+			 "super zones: %s is damaged (%s)%s", ri->anchor_bad,
 			 ri->anchor_scanned ? "the chain it named was found by its head zone" :
 					      "a valid anchor names the metadata",
 			 repair ? ": the super zones rewritten (fixed)" : "");
@@ -129,7 +186,10 @@ static void fsck_journal(struct fsck *f, const struct jrnl_replay_info *ri,
 		f->res->copies_bad++;
 	}
 	if (ri->copy_damaged) {
-		fsck_say(f, true, "journal: %s is damaged (%u block%s of one copy; the other copy served)%s",
+		fsck_say(f, true,
+			 (struct zfs_finding){ .code = "journal-copy-damaged",
+					       .fixed = repair },
+			 "journal: %s is damaged (%u block%s of one copy; the other copy served)%s",
 			 ri->copy_bad, ri->copy_bad_count,
 			 ri->copy_bad_count > 1 ? "s" : "",
 			 repair ? ": both copies written anew (fixed)" : "");
@@ -137,10 +197,15 @@ static void fsck_journal(struct fsck *f, const struct jrnl_replay_info *ri,
 		f->res->copies_bad += ri->copy_bad_count;
 	}
 	if (ri->salvaged) {
-		fsck_say(f, true, "journal: %s (fixed)", ri->stop);
+		fsck_say(f, true,
+			 (struct zfs_finding){ .code = "journal-salvaged",
+					       .fixed = true },
+			 "journal: %s (fixed)", ri->stop);
 		f->res->fixed++;
 	} else if (!ri->clean && !ri->damaged) {
 		fsck_say(f, false,
+			 (struct zfs_finding){ .code = "journal-unclean",
+					       .severity = ZFS_SEV_NOTE },
 			 "journal: not cleanly unmounted (normal after a crash): replay ended at: %s",
 			 ri->stop);
 	}
@@ -155,12 +220,27 @@ static void fsck_data_found(void *arg, const char *path, uint64_t ino,
 
 	for (i = 0; i < r->nbad; i++)
 		fsck_say(f, i == 0,
+			 (struct zfs_finding){
+				 .code = "data-damaged",
+				 .has = ZFS_FIND_INO | ZFS_FIND_PATH |
+					ZFS_FIND_ZONE | ZFS_FIND_RANGE,
+				 .ino = ino,
+				 .path = path,
+				 .zone = r->bad[i].zone,
+				 .foff = r->bad[i].foff,
+				 .len = r->bad[i].len },
 			 "data: %s (inode %" PRIu64 "): %" PRIu64 " bytes at file offset %" PRIu64 " (zone %u) %s: reads of them give EIO; restore the file from a copy",
 			 path, ino, r->bad[i].len, r->bad[i].foff, r->bad[i].zone,
 			 r->bad[i].unreadable ? "cannot be read" :
 						"fail their checksum");
 	if (r->more)
-		fsck_say(f, false, "data: %s (inode %" PRIu64 "): more damaged ranges than listed",
+		fsck_say(f, false,
+			 (struct zfs_finding){ .code = "data-damaged-more",
+					       .severity = ZFS_SEV_NOTE,
+					       .has = ZFS_FIND_INO | ZFS_FIND_PATH,
+					       .ino = ino,
+					       .path = path },
+			 "data: %s (inode %" PRIu64 "): more damaged ranges than listed",
 			 path, ino);
 }
 
@@ -225,9 +305,8 @@ static int fsck_pass(const char *path, bool repair, bool data, struct fsck *f,
 	return ret;
 }
 
-int zfs_fsck(const char *path, unsigned int flags,
-	     void (*say)(void *arg, const char *line), void *arg,
-	     struct zfs_fsck_result *res, char *err, size_t errlen)
+int zfs_fsck(const char *path, unsigned int flags, zfs_finding_fn *say,
+	     void *arg, struct zfs_fsck_result *res, char *err, size_t errlen)
 {
 	bool repair = flags & ZFS_FSCK_REPAIR, data = flags & ZFS_FSCK_DATA;
 	struct fsck f = { .say = say, .arg = arg, .res = res, .hold = repair };

@@ -127,6 +127,71 @@ char *zutil_size_str(uint64_t v, char *buf, size_t len)
 	return buf;
 }
 
+/* The length of the valid UTF-8 sequence of a code point from U+00A0 at @s. */
+static size_t zutil_utf8_printable(const unsigned char *s, size_t len)
+{
+	uint32_t cp;
+	size_t n, i;
+
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2, cp = s[0] & 0x1f;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3, cp = s[0] & 0x0f;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	if (n > len)
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if (cp < 0xa0 || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0;
+	return n;
+}
+
+size_t zutil_escape(char *buf, size_t size, const char *s, size_t len)
+{
+	static const char ctl[] = "\aa\bb\ff\nn\rr\tt\vv\\\\";
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0, o = 0, n;
+	char tmp[5];
+
+	while (i < len) {
+		const char *c = p[i] ? memchr(ctl, p[i], sizeof(ctl) - 1) : NULL;
+
+		n = 1;
+		if (c && (c - ctl) % 2 == 0) {
+			tmp[0] = '\\';
+			tmp[1] = c[1];
+			tmp[2] = '\0';
+		} else if (p[i] > 0x20 && p[i] < 0x7f) {
+			tmp[0] = (char)p[i];
+			tmp[1] = '\0';
+		} else if (p[i] >= 0x80 && (n = zutil_utf8_printable(p + i, len - i))) {
+			if (o + n < size)
+				memcpy(buf + o, p + i, n);
+			o += n;
+			i += n;
+			continue;
+		} else {
+			n = 1;
+			snprintf(tmp, sizeof(tmp), "\\%03o", p[i]);
+		}
+		for (c = tmp; *c; c++, o++)
+			if (o + 1 < size)
+				buf[o] = *c;
+		i += n;
+	}
+	if (size)
+		buf[ZF_MIN(o, size - 1)] = '\0';
+	return o;
+}
+
 uint64_t zutil_now_mono_ns(void)
 {
 	struct timespec ts;

@@ -25,13 +25,18 @@
 struct zfs_checker {
 	struct zfs *fs;
 	bool repair;
-	void (*say)(void *arg, const char *line);
+	zfs_finding_fn *say;
 	void *arg;
 	struct zfs_fsck_result *res;
 };
 
-__attribute__((format(printf, 3, 4))) static void
-chk_problem(struct zfs_checker *f, bool fixed, const char *fmt, ...)
+/*
+ * A problem: @what says its code and what it concerns (docs/usage.md
+ * lists the codes), the format its text.
+ */
+__attribute__((format(printf, 4, 5))) static void
+chk_problem(struct zfs_checker *f, struct zfs_finding what, bool fixed,
+	    const char *fmt, ...)
 {
 	char line[512];
 	va_list ap;
@@ -46,12 +51,15 @@ chk_problem(struct zfs_checker *f, bool fixed, const char *fmt, ...)
 	f->res->errors++;
 	if (fixed)
 		f->res->fixed++;
+	what.severity = ZFS_SEV_ERROR;
+	what.fixed = fixed;
+	what.text = line;
 	if (f->say)
-		f->say(f->arg, line);
+		f->say(f->arg, &what);
 }
 
-__attribute__((format(printf, 2, 3))) static void
-chk_warn(struct zfs_checker *f, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void
+chk_warn(struct zfs_checker *f, struct zfs_finding what, const char *fmt, ...)
 {
 	char line[512];
 	va_list ap;
@@ -60,8 +68,10 @@ chk_warn(struct zfs_checker *f, const char *fmt, ...)
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	f->res->warnings++;
+	what.severity = ZFS_SEV_WARNING;
+	what.text = line;
 	if (f->say)
-		f->say(f->arg, line);
+		f->say(f->arg, &what);
 }
 
 /* Call @fn on every inode. */
@@ -104,7 +114,17 @@ static void chk_extents(struct zfs_checker *f)
 				 */
 				if (fixed)
 					in->size = cut;
-				chk_problem(f, fixed,
+				chk_problem(f,
+					    (struct zfs_finding){
+						    .code = "extent-above-wp",
+						    .has = ZFS_FIND_INO |
+							   ZFS_FIND_ZONE |
+							   ZFS_FIND_RANGE,
+						    .ino = in->ino,
+						    .zone = zid,
+						    .foff = cut,
+						    .len = len },
+					    fixed,
 					     "inode %" PRIu64 ": %" PRIu64 " bytes at file offset %" PRIu64 " lie above zone %u's write pointer: that data never reached the device%s",
 					     in->ino, len, cut, zid,
 					     fixed ? "; the file is cut there (given up)" : "");
@@ -117,7 +137,17 @@ static void chk_extents(struct zfs_checker *f)
 					     !zm_unmap(m, in, in->size,
 						       UINT64_MAX);
 
-				chk_problem(f, fixed,
+				chk_problem(f,
+					    (struct zfs_finding){
+						    .code = "extent-past-size",
+						    .has = ZFS_FIND_INO |
+							   ZFS_FIND_ZONE |
+							   ZFS_FIND_RANGE,
+						    .ino = in->ino,
+						    .zone = zid,
+						    .foff = e->foff,
+						    .len = e->len },
+					    fixed,
 					     "inode %" PRIu64 ": an extent reaches past the file size %" PRIu64,
 					     in->ino, in->size);
 				if (fixed)
@@ -143,6 +173,7 @@ static void chk_failed_zones(struct zfs_checker *f)
 		struct zm_zone *z = &m->zones[i];
 		bool offline = z->cond == ZDEV_COND_OFFLINE;
 		char inos[8 * 22 + 1] = ""; /* 8 inode numbers, ", " between */
+		uint64_t ino[8];
 		size_t n = 0;
 		uint32_t files = 0;
 
@@ -159,12 +190,22 @@ static void chk_failed_zones(struct zfs_checker *f)
 					break;
 			if (k == in->f.n_ext)
 				continue;
-			if (files++ < 8 && n < sizeof(inos))
+			if (files < 8 && n < sizeof(inos)) {
+				ino[files] = in->ino;
 				n += (size_t)snprintf(inos + n, sizeof(inos) - n,
 						      "%s%" PRIu64,
 						      n ? ", " : "", in->ino);
+			}
+			files++;
 		}
 		chk_warn(f,
+			 (struct zfs_finding){
+				 .code = offline ? "zone-offline" :
+						   "zone-readonly",
+				 .has = ZFS_FIND_ZONE | ZFS_FIND_INOS,
+				 .zone = i,
+				 .inos = ino,
+				 .n_inos = ZF_MIN(files, 8u) },
 			  "warning: zone %u is %s on the device: %" PRIu64 " bytes of file data there (inode%s %s%s) %s",
 			  i, offline ? "offline" : "read-only", z->valid,
 			  files > 1 ? "s" : "", inos,
@@ -231,7 +272,17 @@ static int chk_overlaps(struct zfs_checker *f)
 	 */
 	for (i = 1, far = 0; i < n; i++) {
 		if (all[far].addr + all[far].len > all[i].addr)
-			chk_problem(f, false,
+			chk_problem(f,
+				    (struct zfs_finding){
+					    .code = "extent-overlap",
+					    .has = ZFS_FIND_INOS |
+						   ZFS_FIND_ZONE | ZFS_FIND_ADDR,
+					    .inos = (uint64_t[]){ all[far].ino,
+								  all[i].ino },
+					    .n_inos = 2,
+					    .zone = zm_zone_of(m, all[i].addr),
+					    .addr = all[i].addr },
+				    false,
 				     "inodes %" PRIu64 " and %" PRIu64 " both map device bytes at 0x%" PRIx64 ": one of them has the other's data",
 				     all[far].ino, all[i].ino, all[i].addr);
 		if (all[i].addr + all[i].len > all[far].addr + all[far].len)
@@ -242,7 +293,11 @@ static int chk_overlaps(struct zfs_checker *f)
 
 		if (z->valid == valid[i])
 			continue;
-		chk_problem(f, f->repair,
+		chk_problem(f,
+			    (struct zfs_finding){ .code = "zone-live-bytes",
+						  .has = ZFS_FIND_ZONE,
+						  .zone = (uint32_t)i },
+			    f->repair,
 			     "zone %zu: %" PRIu64 " live bytes counted, its extents hold %" PRIu64,
 			     i, z->valid, valid[i]);
 		if (f->repair) {
@@ -321,13 +376,17 @@ static void chk_unreachable(struct zfs_checker *f, struct zm_inode *in,
 			     uint64_t below, struct zm_inode **lf)
 {
 	const char *what = zm_is_dir(in) ? "directory" : "file";
-	char name[32], more[64] = "";
+	char name[32], path[48], more[64] = "";
 
 	if (below)
 		snprintf(more, sizeof(more), ", %" PRIu64 " inodes below it",
 			 below);
 	if (!f->repair) {
-		chk_problem(f, false,
+		chk_problem(f,
+			    (struct zfs_finding){ .code = "inode-unreachable",
+						  .has = ZFS_FIND_INO,
+						  .ino = in->ino },
+			    false,
 			     "inode %" PRIu64 " (%s, %" PRIu64 " bytes%s) is not reachable from the root",
 			     in->ino, what, in->size, more);
 		return;
@@ -338,14 +397,28 @@ static void chk_unreachable(struct zfs_checker *f, struct zm_inode *in,
 			(*lf)->nlookup = 1;
 	}
 	snprintf(name, sizeof(name), "#%" PRIu64, in->ino);
+	snprintf(path, sizeof(path), "/lost+found/%s", name);
 	if (*lf && !zm_dent_add(*lf, name, in->ino)) {
 		if (zm_is_dir(in))
 			in->parent = (*lf)->ino;
-		chk_problem(f, true,
+		chk_problem(f,
+			    (struct zfs_finding){
+				    .code = "inode-unreachable",
+				    .has = ZFS_FIND_INO | ZFS_FIND_DIR |
+					   ZFS_FIND_PATH,
+				    .ino = in->ino,
+				    .dir = (*lf)->ino,
+				    .name = name,
+				    .path = path },
+			    true,
 			     "inode %" PRIu64 " (%s, %" PRIu64 " bytes%s) was not reachable: now /lost+found/%s",
 			     in->ino, what, in->size, more, name);
 	} else {
-		chk_problem(f, false,
+		chk_problem(f,
+			    (struct zfs_finding){ .code = "inode-unreachable",
+						  .has = ZFS_FIND_INO,
+						  .ino = in->ino },
+			    false,
 			     "inode %" PRIu64 " is not reachable and cannot be put in /lost+found",
 			     in->ino);
 	}
@@ -394,7 +467,15 @@ static int chk_tree(struct zfs_checker *f)
 			next = zm_dir_next(dir, e->cookie);
 			if (!c) {
 				/* Nothing to name: the entry goes. */
-				chk_problem(f, f->repair,
+				chk_problem(f,
+					    (struct zfs_finding){
+						    .code = "entry-dangling",
+						    .has = ZFS_FIND_INO |
+							   ZFS_FIND_DIR,
+						    .ino = e->ino,
+						    .dir = dir->ino,
+						    .name = e->name },
+					    f->repair,
 					     "entry '%s' in directory %" PRIu64 " names inode %" PRIu64 ", which does not exist%s",
 					     e->name, dir->ino, e->ino,
 					     f->repair ? "; removed" : "");
@@ -405,14 +486,30 @@ static int chk_tree(struct zfs_checker *f)
 			if (!zm_is_dir(c))
 				continue;
 			if (c->nlookup) {
-				chk_problem(f, false,
+				chk_problem(f,
+					    (struct zfs_finding){
+						    .code = "dir-second-name",
+						    .has = ZFS_FIND_INO |
+							   ZFS_FIND_DIR,
+						    .ino = c->ino,
+						    .dir = dir->ino,
+						    .name = e->name },
+					    false,
 					     "directory %" PRIu64 " has a second name '%s' in %" PRIu64,
 					     c->ino, e->name, dir->ino);
 				continue;
 			}
 			c->nlookup = 1;
 			if (c->parent != dir->ino) {
-				chk_problem(f, f->repair,
+				chk_problem(f,
+					    (struct zfs_finding){
+						    .code = "dir-parent",
+						    .has = ZFS_FIND_INO |
+							   ZFS_FIND_DIR,
+						    .ino = c->ino,
+						    .dir = dir->ino,
+						    .name = e->name },
+					    f->repair,
 					     "directory %" PRIu64 " ('%s') records parent %" PRIu64 ", but lives in %" PRIu64,
 					     c->ino, e->name, c->parent, dir->ino);
 				if (f->repair)
@@ -507,7 +604,11 @@ static void chk_links(struct zfs_checker *f)
 	{
 		if (in->nlookup == in->nlink)
 			continue;
-		chk_problem(f, f->repair,
+		chk_problem(f,
+			    (struct zfs_finding){ .code = "link-count",
+						  .has = ZFS_FIND_INO,
+						  .ino = in->ino },
+			    f->repair,
 			     "inode %" PRIu64 ": link count %u, but %" PRIu64 " found",
 			     in->ino, in->nlink, in->nlookup);
 		if (f->repair)
@@ -516,8 +617,7 @@ static void chk_links(struct zfs_checker *f)
 	chk_for_each_inode(m, in) in->nlookup = 0;
 }
 
-int zfs_check(struct zfs *fs, bool repair,
-	      void (*say)(void *arg, const char *line), void *arg,
+int zfs_check(struct zfs *fs, bool repair, zfs_finding_fn *say, void *arg,
 	      struct zfs_fsck_result *res)
 {
 	struct zfs_checker f = {
@@ -550,7 +650,10 @@ int zfs_check(struct zfs *fs, bool repair,
 
 		ret = zm_verify(&fs->m, why, sizeof(why));
 		if (ret == -EUCLEAN) {
-			chk_problem(&f, false, "metadata: %s", why);
+			chk_problem(&f,
+				    (struct zfs_finding){
+					    .code = "metadata-invalid" },
+				    false, "metadata: %s", why);
 			ret = 0;
 		}
 	}

@@ -401,15 +401,14 @@ int data_lost_mark(struct zfs *fs, uint64_t ino, uint64_t s, uint64_t e);
 /*
  * Check every invariant of the replayed metadata against the device's
  * write pointers (zfs_check.c): the one check that mount and fsck run.
- * Each problem goes to @say as one line (and counts in @res: errors,
+ * Each problem goes to @say as a finding (and counts in @res: errors,
  * fixed, warnings, inodes, directories, extents); with @repair, what can
  * be fixed without losing data that can be proven good is fixed in
  * memory (the caller writes it as a new snapshot). Takes meta_lock and
  * alloc_lock; no other thread may run. 0, or -ENOMEM when a check could
  * not run.
  */
-int zfs_check(struct zfs *fs, bool repair,
-	      void (*say)(void *arg, const char *line), void *arg,
+int zfs_check(struct zfs *fs, bool repair, zfs_finding_fn *say, void *arg,
 	      struct zfs_fsck_result *res);
 /* zfs_read_buf() and zfs_read_buf_put(). */
 void *data_read_buf(struct zfs *fs, size_t size);

@@ -183,12 +183,12 @@ struct zfs_mount_say {
 	uint32_t n;
 };
 
-static void zfs_mount_say(void *arg, const char *line)
+static void zfs_mount_say(void *arg, const struct zfs_finding *f)
 {
 	struct zfs_mount_say *s = arg;
 
 	if (s->n++ < ZFS_CHECK_SHOWN)
-		zlog_err("%s: %s", s->path, line);
+		zlog_err("%s: %s", s->path, f->text);
 	else if (s->n == ZFS_CHECK_SHOWN + 1)
 		zlog_err("%s: ... and more: `zonefuse fsck %s` lists them all",
 			 s->path, s->path);

@@ -15,6 +15,7 @@
 
 #include "zfs_i.h"
 #include "zonefuse/util.h"
+#include "zonefuse/zjson.h"
 
 /* ---- statistics ------------------------------------------------------------------------------------- */
 
@@ -51,6 +52,8 @@ int zfs_get_stats(struct zfs *fs, struct zfs_stats *s)
 	uint32_t i;
 
 	memset(s, 0, sizeof(*s));
+	memcpy(s->uuid, fs->sb.uuid, sizeof(s->uuid));
+	memcpy(s->label, fs->sb.label, ZF_MIN(sizeof(fs->sb.label), sizeof(s->label) - 1));
 	alloc_space(fs, &s->capacity_bytes, &s->free_bytes, &s->used_bytes,
 		    &s->reclaimable_bytes);
 	jrnl_get_stats(fs->j, &js);
@@ -146,78 +149,81 @@ void zfs_set_transport(struct zfs *fs, const char *name)
 	atomic_store(&fs->transport, name);
 }
 
+/*
+ * The stats as one JSON object: `zonefuse stat --json` and the stats
+ * xattr. The members the hand-written output had keep their order
+ * (scripts read them), after the identity (uuid, label); jansson writes
+ * the reals with the digits they need (1.0 rather than 1.0000).
+ */
 int zfs_stats_json(const struct zfs_stats *s, char *buf, size_t size)
 {
-	char wa[32], chain[ZFS_STATS_CHAIN * 12 + 8];
-	char mchain[ZFS_STATS_CHAIN * 12 + 8];
-	size_t cl = 0, ml = 0;
-	uint32_t i;
-	int n;
+	uint32_t nchain = ZF_MIN(s->nr_chain, ZFS_STATS_CHAIN);
+	json_t *o = json_object();
+	int ret = -ENOMEM;
+	char uuid[37];
 
-	chain[0] = mchain[0] = '\0';
-	for (i = 0; i < ZF_MIN(s->nr_chain, ZFS_STATS_CHAIN); i++) {
-		cl += (size_t)snprintf(chain + cl, sizeof(chain) - cl, "%s%u",
-				       i ? ", " : "", s->chain[i]);
-		if (s->metadata_copies > 1)
-			ml += (size_t)snprintf(mchain + ml, sizeof(mchain) - ml,
-					       "%s%u", i ? ", " : "",
-					       s->mirror_chain[i]);
-	}
-
-	if (s->write_amplification < 0)
-		snprintf(wa, sizeof(wa), "null");
-	else
-		snprintf(wa, sizeof(wa), "%.4f", s->write_amplification);
-	n = snprintf(buf, size,
-		     "{\"capacity_bytes\": %" PRIu64 ", \"used_bytes\": %" PRIu64
-		     ", \"free_bytes\": %" PRIu64 ", \"reclaimable_bytes\": %" PRIu64
-		     ", \"files\": %" PRIu64 ", \"directories\": %" PRIu64
-		     ", \"zones_total\": %u, \"zones_empty\": %u, \"zones_open\": %u"
-		     ", \"zones_closed\": %u, \"zones_full\": %u, \"meta_zones\": %u"
-		     ", \"zones_bad\": %u, \"snapshot_seq\": %" PRIu64
-		     ", \"last_seq\": %" PRIu64
-		     ", \"host_bytes_written\": %" PRIu64
-		     ", \"device_bytes_written\": %" PRIu64
-		     ", \"gc_bytes_written\": %" PRIu64
-		     ", \"meta_bytes_written\": %" PRIu64
-		     ", \"device_bytes_read\": %" PRIu64
-		     ", \"checksum_errors\": %" PRIu64
-		     ", \"write_amplification\": %s"
-		     ", \"resets_total\": %" PRIu64 ", \"resets_min\": %" PRIu64
-		     ", \"resets_max\": %" PRIu64 ", \"resets_mean\": %.3f"
-		     ", \"resets_spread\": %" PRIu64
-		     ", \"meta_resets_max\": %" PRIu64
-		     ", \"open_zones\": %u, \"active_zones\": %u"
-		     ", \"max_open\": %u, \"max_active\": %u"
-		     ", \"super_zones\": [%u, %u], \"chain_zones\": [%s]"
-		     ", \"chain_length\": %u"
-		     ", \"metadata_copies\": %u, \"mirror_zones\": [%s]"
-		     ", \"read_only\": %s, \"transport\": \"%s\"}",
-		     s->capacity_bytes, s->used_bytes, s->free_bytes,
-		     s->reclaimable_bytes, s->files, s->directories,
-		     s->zones_total, s->zones_empty, s->zones_open,
-		     s->zones_closed, s->zones_full, s->meta_zones,
-		     s->zones_bad, s->snap_seq, s->last_seq,
-		     s->host_bytes_written, s->device_bytes_written,
-		     s->gc_bytes_written, s->meta_bytes_written,
-		     s->device_bytes_read, s->checksum_errors, wa,
-		     s->resets_total, s->resets_min, s->resets_max,
-		     s->resets_mean, s->resets_max - s->resets_min,
-		     s->meta_resets_max, s->open_zones,
-		     s->active_zones, s->max_open, s->max_active,
-		     s->super_zone[0], s->super_zone[1], chain, s->nr_chain,
-		     s->metadata_copies, mchain, s->read_only ? "true" : "false",
-		     s->transport);
-	if (n < 0 || (size_t)n >= size)
-		return -ERANGE;
-	return n;
+	if (!o)
+		return -ENOMEM;
+	if (zjson_set_str(o, "uuid", zutil_uuid_str(s->uuid, uuid)) ||
+	    zjson_set_str(o, "label", s->label) ||
+	    zjson_set_u64(o, "capacity_bytes", s->capacity_bytes) ||
+	    zjson_set_u64(o, "used_bytes", s->used_bytes) ||
+	    zjson_set_u64(o, "free_bytes", s->free_bytes) ||
+	    zjson_set_u64(o, "reclaimable_bytes", s->reclaimable_bytes) ||
+	    zjson_set_u64(o, "files", s->files) ||
+	    zjson_set_u64(o, "directories", s->directories) ||
+	    zjson_set_u64(o, "zones_total", s->zones_total) ||
+	    zjson_set_u64(o, "zones_empty", s->zones_empty) ||
+	    zjson_set_u64(o, "zones_open", s->zones_open) ||
+	    zjson_set_u64(o, "zones_closed", s->zones_closed) ||
+	    zjson_set_u64(o, "zones_full", s->zones_full) ||
+	    zjson_set_u64(o, "meta_zones", s->meta_zones) ||
+	    zjson_set_u64(o, "zones_bad", s->zones_bad) ||
+	    zjson_set_u64(o, "snapshot_seq", s->snap_seq) ||
+	    zjson_set_u64(o, "last_seq", s->last_seq) ||
+	    zjson_set_u64(o, "host_bytes_written", s->host_bytes_written) ||
+	    zjson_set_u64(o, "device_bytes_written", s->device_bytes_written) ||
+	    zjson_set_u64(o, "gc_bytes_written", s->gc_bytes_written) ||
+	    zjson_set_u64(o, "meta_bytes_written", s->meta_bytes_written) ||
+	    zjson_set_u64(o, "device_bytes_read", s->device_bytes_read) ||
+	    zjson_set_u64(o, "checksum_errors", s->checksum_errors))
+		goto out_put;
+	if (s->write_amplification < 0 ?
+		    json_object_set_new(o, "write_amplification", json_null()) :
+		    zjson_set_real(o, "write_amplification",
+				   s->write_amplification, 4))
+		goto out_put;
+	if (zjson_set_u64(o, "resets_total", s->resets_total) ||
+	    zjson_set_u64(o, "resets_min", s->resets_min) ||
+	    zjson_set_u64(o, "resets_max", s->resets_max) ||
+	    zjson_set_real(o, "resets_mean", s->resets_mean, 3) ||
+	    zjson_set_u64(o, "resets_spread", s->resets_max - s->resets_min) ||
+	    zjson_set_u64(o, "meta_resets_max", s->meta_resets_max) ||
+	    zjson_set_u64(o, "open_zones", s->open_zones) ||
+	    zjson_set_u64(o, "active_zones", s->active_zones) ||
+	    zjson_set_u64(o, "max_open", s->max_open) ||
+	    zjson_set_u64(o, "max_active", s->max_active) ||
+	    zjson_set_u32s(o, "super_zones", s->super_zone, 2) ||
+	    zjson_set_u32s(o, "chain_zones", s->chain, nchain) ||
+	    zjson_set_u64(o, "chain_length", s->nr_chain) ||
+	    zjson_set_u64(o, "metadata_copies", s->metadata_copies) ||
+	    zjson_set_u32s(o, "mirror_zones", s->mirror_chain,
+			   s->metadata_copies > 1 ? nchain : 0) ||
+	    json_object_set_new(o, "read_only", json_boolean(s->read_only)) ||
+	    zjson_set_str(o, "transport", s->transport))
+		goto out_put;
+	ret = (int)zjson_dumpb(o, buf, size);
+out_put:
+	json_decref(o);
+	return ret;
 }
 
-ssize_t zfs_extents_text(struct zfs *fs, uint64_t ino, char *buf, size_t size)
+int zfs_extents_each(struct zfs *fs, uint64_t ino,
+		     int (*fn)(void *arg, const struct zfs_extent *e),
+		     void *arg)
 {
 	struct zm_inode *in;
-	ssize_t ret = 0;
-	size_t off = 0;
+	int ret = 0;
 	uint32_t k;
 
 	zlock_rd(&fs->meta_lock, ZLOCK_META);
@@ -230,28 +236,47 @@ ssize_t zfs_extents_text(struct zfs *fs, uint64_t ino, char *buf, size_t size)
 		goto out_unlock;
 	if (in->rt)
 		zlock_rd(&((struct zfs_rt *)in->rt)->lock, ZLOCK_RT);
-	for (k = 0; k < in->f.n_ext; k++) {
+	for (k = 0; !ret && k < in->f.n_ext; k++) {
 		const struct zm_extent *e = &in->f.ext[k];
-		uint32_t z = zm_zone_of(&fs->m, e->addr);
-		int n = snprintf(buf + off, size - off,
-				 "zone %u offset %" PRIu64 " length %" PRIu64
-				 " file_offset %" PRIu64 "\n",
-				 z, e->addr - fs->m.zones[z].start, e->len,
-				 e->foff);
+		struct zfs_extent x = { .zone = zm_zone_of(&fs->m, e->addr),
+					.len = e->len,
+					.foff = e->foff };
 
-		if (n < 0 || (size_t)n >= size - off) {
-			ret = -E2BIG;
-			break;
-		}
-		off += (size_t)n;
+		x.offset = e->addr - fs->m.zones[x.zone].start;
+		ret = fn(arg, &x);
 	}
 	if (in->rt)
 		zlock_unrw(&((struct zfs_rt *)in->rt)->lock);
-	if (!ret)
-		ret = (ssize_t)off;
 out_unlock:
 	zlock_unrw(&fs->meta_lock);
 	return ret;
+}
+
+struct zfs_extents_buf {
+	char *buf;
+	size_t size, off;
+};
+
+static int zfs_extent_line(void *arg, const struct zfs_extent *e)
+{
+	struct zfs_extents_buf *b = arg;
+	int n = snprintf(b->buf + b->off, b->size - b->off,
+			 "zone %u offset %" PRIu64 " length %" PRIu64
+			 " file_offset %" PRIu64 "\n",
+			 e->zone, e->offset, e->len, e->foff);
+
+	if (n < 0 || (size_t)n >= b->size - b->off)
+		return -E2BIG;
+	b->off += (size_t)n;
+	return 0;
+}
+
+ssize_t zfs_extents_text(struct zfs *fs, uint64_t ino, char *buf, size_t size)
+{
+	struct zfs_extents_buf b = { .buf = buf, .size = size };
+	int ret = zfs_extents_each(fs, ino, zfs_extent_line, &b);
+
+	return ret ? ret : (ssize_t)b.off;
 }
 
 int zfs_reclaim_now(struct zfs *fs)

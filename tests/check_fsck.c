@@ -44,19 +44,39 @@ static void setup(void)
 
 /* ---- running fsck ---------------------------------------------------------- */
 
-/* What fsck said, line by line. */
+/* What fsck said, finding by finding: the text and the code. */
 struct said {
 	char line[32][512];
+	char code[32][32];
+	struct zfs_finding f[32]; /* its strings are gone: numbers only */
 	unsigned int n;
 };
 
-static void say(void *arg, const char *line)
+static void say(void *arg, const struct zfs_finding *f)
 {
 	struct said *s = arg;
 
-	printf("  fsck: %s\n", line);
-	if (s->n < ZF_ARRAY_SIZE(s->line))
-		snprintf(s->line[s->n++], sizeof(s->line[0]), "%s", line);
+	printf("  fsck: [%s] %s\n", f->code, f->text);
+	if (s->n < ZF_ARRAY_SIZE(s->line)) {
+		snprintf(s->line[s->n], sizeof(s->line[0]), "%s", f->text);
+		snprintf(s->code[s->n], sizeof(s->code[0]), "%s", f->code);
+		s->f[s->n] = *f;
+		s->f[s->n].inos = NULL;
+		s->f[s->n].name = s->f[s->n].path = s->f[s->n].text = NULL;
+		s->n++;
+	}
+}
+
+/* The first finding of code @code, or NULL. */
+static const struct zfs_finding *said_code(const struct said *s,
+					   const char *code)
+{
+	unsigned int i;
+
+	for (i = 0; i < s->n; i++)
+		if (!strcmp(s->code[i], code))
+			return &s->f[i];
+	return NULL;
 }
 
 static unsigned int said_count(const struct said *s, const char *needle)
@@ -250,6 +270,44 @@ END_TEST
 START_TEST(test_nlink_unclean)
 {
 	nlink_case(false);
+}
+END_TEST
+
+/*
+ * Each finding has a stable code and names what it concerns: a wrong
+ * link count is "link-count" on its inode, an error, fixed only by a
+ * repair; an unclean journal is a "journal-unclean" note.
+ */
+START_TEST(test_codes)
+{
+	struct zfs *fs = tu_mount(tu_img, false);
+	const struct zfs_finding *w;
+	struct zm_inode *f;
+	uint64_t ino;
+	struct run r;
+
+	populate(fs);
+	f = inode_at(fs, "/g");
+	ino = f->ino;
+	zlock_wr(&fs->meta_lock, ZLOCK_META);
+	f->nlink = 3;
+	zlock_unrw(&fs->meta_lock);
+	write_broken(fs, false);
+	fsck(false, &r);
+	w = said_code(&r.said, "link-count");
+	ck_assert_ptr_nonnull(w);
+	ck_assert_uint_eq(w->has, ZFS_FIND_INO);
+	ck_assert_uint_eq(w->ino, ino);
+	ck_assert_int_eq(w->severity, ZFS_SEV_ERROR);
+	ck_assert(!w->fixed);
+	w = said_code(&r.said, "journal-unclean");
+	ck_assert_ptr_nonnull(w);
+	ck_assert_int_eq(w->severity, ZFS_SEV_NOTE);
+	fsck(true, &r);
+	w = said_code(&r.said, "link-count");
+	ck_assert_ptr_nonnull(w);
+	ck_assert(w->fixed);
+	ck_assert_uint_eq(w->ino, ino);
 }
 END_TEST
 
@@ -1208,6 +1266,7 @@ static Suite *fsck_suite(void)
 	add(s, "clean", test_clean);
 	add(s, "nlink", test_nlink);
 	add(s, "nlink_unclean", test_nlink_unclean);
+	add(s, "codes", test_codes);
 	add(s, "unreachable", test_unreachable);
 	add(s, "extent_above_wp", test_extent_above_wp);
 	add(s, "repair_sound_untouched", test_repair_sound_untouched);

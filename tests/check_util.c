@@ -265,6 +265,50 @@ START_TEST(test_uuid_bad)
 }
 END_TEST
 
+/* Names as `ls -b` shows them: one word, one line, bytes recoverable. */
+START_TEST(test_escape)
+{
+	static const struct {
+		const char *in, *out;
+	} t[] = {
+		{ "plain.pt", "plain.pt" },
+		{ "a b", "a\\040b" },
+		{ "new\nline", "new\\nline" },
+		{ "tab\tx", "tab\\tx" },
+		{ "back\\slash", "back\\\\slash" },
+		{ "q\"uo'te", "q\"uo'te" },
+		{ "\xff\xfe", "\\377\\376" },
+		{ "caf\xc3\xa9", "caf\xc3\xa9" },
+		{ "c1\xc2\x85", "c1\\302\\205" },
+		{ "del\x7f\x1b", "del\\177\\033" },
+	};
+	char buf[64];
+	size_t i;
+
+	for (i = 0; i < ZF_ARRAY_SIZE(t); i++) {
+		size_t n = zutil_escape(buf, sizeof(buf), t[i].in,
+					strlen(t[i].in));
+
+		ck_assert_str_eq(buf, t[i].out);
+		ck_assert_uint_eq(n, strlen(t[i].out));
+	}
+	/* Too small a buffer: cut, NUL-terminated, the full length said. */
+	ck_assert_uint_eq(zutil_escape(buf, 4, "\xff\xff", 2), 8);
+	ck_assert_str_eq(buf, "\\37");
+}
+END_TEST
+
+START_TEST(test_uuid_str)
+{
+	const uint8_t u[16] = { 0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0x4d, 0xef,
+				0x80, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0xff };
+	char buf[37];
+
+	ck_assert_str_eq(zutil_uuid_str(u, buf),
+			 "12345678-9abc-4def-8001-0203040506ff");
+}
+END_TEST
+
 static Suite *util_suite(void)
 {
 	Suite *s = suite_create("util");
@@ -295,6 +339,12 @@ static Suite *util_suite(void)
 	tc = tcase_create("uuid_parse");
 	tcase_add_test(tc, test_uuid_roundtrip);
 	tcase_add_test(tc, test_uuid_bad);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("escape");
+	tcase_add_test(tc, test_escape);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("uuid_str");
+	tcase_add_test(tc, test_uuid_str);
 	suite_add_tcase(s, tc);
 	return s;
 }

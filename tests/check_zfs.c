@@ -753,11 +753,33 @@ START_TEST(test_mkfs_uuid)
 }
 END_TEST
 
+/*
+ * The stats carry the file system's identity (the label mkfs was given,
+ * the UUID it made), and their JSON has both, first.
+ */
+START_TEST(test_stats_identity)
+{
+	static const uint8_t zero[16];
+	struct zfs_stats st;
+	char buf[4096], uuid[37], want[128];
+
+	TU_OK(zfs_get_stats(fs, &st));
+	ck_assert_str_eq(st.label, "test");
+	ck_assert_mem_ne(st.uuid, zero, sizeof(zero));
+	ck_assert_uint_eq(st.uuid[6] >> 4, 4); /* a version 4 UUID */
+	ck_assert_int_gt(zfs_stats_json(&st, buf, sizeof(buf)), 0);
+	snprintf(want, sizeof(want), "{\"uuid\": \"%s\", \"label\": \"test\", ",
+		 zutil_uuid_str(st.uuid, uuid));
+	ck_assert_msg(!strncmp(buf, want, strlen(want)), "%s", buf);
+}
+END_TEST
+
 static Suite *zfs_suite(void)
 {
 	Suite *s = suite_create("zfs");
 
 	tu_add_case(s, "perm_classes", test_perm_classes, setup, teardown, 60);
+	tu_add_case(s, "stats_identity", test_stats_identity, setup, teardown, 60);
 	tu_add_case(s, "perm_root", test_perm_root, setup, teardown, 60);
 	tu_add_case(s, "open_exec", test_open_exec, setup, teardown, 60);
 	tu_add_case(s, "chmod_owner", test_chmod_owner, setup, teardown, 60);

@@ -21,7 +21,7 @@ import sys
 
 # Lowest first; a module may call any module of a lower rank.
 RANKS = {
-    "util": 0, "crc32c": 0,
+    "util": 0, "crc32c": 0, "zjson": 0,
     "zdev": 1, "zemu": 1,
     "meta": 2, "fsprobe": 2,
     "jrnl": 3,

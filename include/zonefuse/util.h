@@ -44,6 +44,20 @@ char *zutil_uuid_str(const uint8_t uuid[16],
 /* Format @v as "64 MiB", "1.50 GiB" or "512 B" into @buf; returns @buf. */
 char *zutil_size_str(uint64_t v, char *buf, size_t len);
 
+/*
+ * Escape the bytes @s (@len) as `ls -b` does, so that a name is one word
+ * on one line: \\ for a backslash, \\n \\t \\r \\a \\b \\f \\v, and \\ooo
+ * (three octal digits) for a space (where ls -b has "\\ ": a space would
+ * split the field for awk, as in /proc/self/mountinfo), every other
+ * control byte and
+ * every byte that is not part of valid UTF-8 (or is a C1 control); the
+ * rest (printable ASCII, valid UTF-8 from U+00A0) as is. Writes at most
+ * @size bytes with the NUL into @buf; returns the length it needs
+ * without the NUL (as snprintf). At most 4 * @len.
+ */
+size_t zutil_escape(char *buf, size_t size, const char *s, size_t len);
+
+
 /* Monotonic and real-time clocks in nanoseconds. */
 uint64_t zutil_now_mono_ns(void);
 int64_t zutil_now_real_ns(void);

@@ -161,17 +161,58 @@ struct zfs_fsck_result {
 	char stop[200];	   /* where the log ended and why */
 };
 
+enum zfs_severity {
+	ZFS_SEV_ERROR,	 /* a problem: counts in errors (and fixed) */
+	ZFS_SEV_WARNING, /* counts in warnings: the device lost or froze data */
+	ZFS_SEV_NOTE,	 /* neither: normal, or more about one before */
+};
+
+/* Which of struct zfs_finding's objects are set. */
+#define ZFS_FIND_INO 0x01u   /* ino */
+#define ZFS_FIND_INOS 0x02u  /* inos[0..n_inos) */
+#define ZFS_FIND_DIR 0x04u   /* dir and name: an entry */
+#define ZFS_FIND_PATH 0x08u  /* path */
+#define ZFS_FIND_ZONE 0x10u  /* zone */
+#define ZFS_FIND_ADDR 0x20u  /* addr */
+#define ZFS_FIND_RANGE 0x40u /* foff and len */
+#define ZFS_FIND_SEQ 0x80u   /* seq */
+
+/*
+ * One finding of fsck or scrub: a stable @code (docs/usage.md lists them
+ * all: a finding's code never changes, a new kind of finding gets a new
+ * one), what it concerns (the members @has names) and the line a person
+ * reads (@text, no newline). Strings are the caller's for the call only.
+ */
+struct zfs_finding {
+	const char *code;
+	enum zfs_severity severity;
+	bool fixed; /* a problem a repair fixed */
+	unsigned int has;
+	uint64_t ino;	      /* the inode */
+	const uint64_t *inos; /* several inodes (the first few) */
+	uint32_t n_inos;
+	uint64_t dir;	  /* the directory holding the entry @name */
+	const char *name; /* bytes, not always UTF-8 */
+	const char *path; /* from the root (or a mount point): bytes */
+	uint32_t zone;
+	uint64_t addr;	    /* a byte address on the device */
+	uint64_t foff, len; /* a range of the file's bytes */
+	uint64_t seq;	    /* a journal record's sequence number */
+	const char *text;
+};
+
+typedef void zfs_finding_fn(void *arg, const struct zfs_finding *f);
+
 /*
  * Check the file system on @path; with ZFS_FSCK_REPAIR, fix what can be
  * fixed without losing data that can be proven good, and say what was
  * dropped; with ZFS_FSCK_DATA, read every data block too and report the
  * damaged files (no copy to repair them from: errors left). Each finding
- * goes to @say (one line, no newline). Returns an fsck(8) exit code;
- * ZFS_FSCK_OPERROR with @err when the check could not run.
+ * goes to @say. Returns an fsck(8) exit code; ZFS_FSCK_OPERROR with @err
+ * when the check could not run.
  */
-int zfs_fsck(const char *path, unsigned int flags,
-	     void (*say)(void *arg, const char *line), void *arg,
-	     struct zfs_fsck_result *res, char *err, size_t errlen);
+int zfs_fsck(const char *path, unsigned int flags, zfs_finding_fn *say,
+	     void *arg, struct zfs_fsck_result *res, char *err, size_t errlen);
 
 /*
  * Open a device (zdev_open) and mount the file system on it. The replayed
@@ -381,6 +422,8 @@ int zfs_statfs(struct zfs *fs, struct statvfs *st);
 #define ZFS_STATS_CHAIN 16u
 
 struct zfs_stats {
+	uint8_t uuid[16]; /* the file system's identity (superblock) */
+	char label[ZFS_LABEL_MAX + 1]; /* bytes, NUL-terminated; "" for none */
 	uint64_t capacity_bytes, used_bytes, free_bytes, reclaimable_bytes;
 	uint64_t files, directories;
 	uint32_t zones_total, zones_empty, zones_open, zones_closed;
@@ -420,6 +463,21 @@ int zfs_get_stats(struct zfs *fs, struct zfs_stats *st);
 void zfs_set_transport(struct zfs *fs, const char *name);
 /* The stats as the flat JSON object `zonefuse stat --json` prints. */
 int zfs_stats_json(const struct zfs_stats *st, char *buf, size_t size);
+/* One extent of a file: @len bytes at @offset in @zone hold file bytes @foff. */
+struct zfs_extent {
+	uint32_t zone;
+	uint64_t offset, len, foff;
+};
+
+/*
+ * Call @fn on each extent of @ino in file order, under the metadata's
+ * read lock (@fn must not call into @fs); stops at @fn's first non-zero
+ * return and returns it. 0 for a file without extents or not a regular
+ * file, -ENOENT.
+ */
+int zfs_extents_each(struct zfs *fs, uint64_t ino,
+		     int (*fn)(void *arg, const struct zfs_extent *e),
+		     void *arg);
 /* The extents of @ino, one "zone offset length" line each. */
 ssize_t zfs_extents_text(struct zfs *fs, uint64_t ino, char *buf,
 			 size_t size);

@@ -696,7 +696,7 @@ struct ace_say_buf {
 	size_t len, size;
 };
 
-static void ace_fsck_say(void *arg, const char *line)
+static void ace_fsck_say(void *arg, const struct zfs_finding *f)
 {
 	struct ace_say_buf *b = arg;
 	int n;
@@ -704,7 +704,7 @@ static void ace_fsck_say(void *arg, const char *line)
 	if (b->len >= b->size)
 		return;
 	n = snprintf(b->buf + b->len, b->size - b->len, "    fsck: %s\n",
-		     line);
+		     f->text);
 	if (n > 0)
 		b->len = ZF_MIN(b->len + (size_t)n, b->size - 1);
 }

@@ -143,7 +143,7 @@ fsck_say(struct fsck *f, bool count, struct zfs_finding what,
  * normal after a crash.
  */
 static void fsck_journal(struct fsck *f, const struct jrnl_replay_info *ri,
-			 bool repair)
+			 bool repair, bool sz_fixed)
 {
 	if (ri->damaged) {
 		char after[64] = "";
@@ -165,24 +165,45 @@ static void fsck_journal(struct fsck *f, const struct jrnl_replay_info *ri,
 		if (repair)
 			f->res->fixed++;
 	}
+	/*
+	 * A repair rewrites a super zone by switching into it; a zone that
+	 * cannot be written stays as it was (the anchors went to the other).
+	 */
 	if (ri->super_damaged) {
 		fsck_say(f, true,
 			 (struct zfs_finding){ .code = "superblock-damaged",
-					       .fixed = repair },
+					       .fixed = sz_fixed },
 			 "super zones: %s is damaged (the other copy served)%s",
-			 ri->super_bad, repair ? ": rewritten (fixed)" : "");
-		f->res->fixed += repair;
+			 ri->super_bad,
+			 sz_fixed ? ": rewritten (fixed)" :
+			 repair	  ? ": it could not be rewritten; replace the device" :
+				    "");
+		f->res->fixed += sz_fixed;
 		f->res->copies_bad++;
 	}
 	if (ri->anchor_damaged) {
 		fsck_say(f, true,
 			 (struct zfs_finding){ .code = "anchor-damaged",
-					       .fixed = repair },
+					       .fixed = sz_fixed },
 			 "super zones: %s is damaged (%s)%s", ri->anchor_bad,
 			 ri->anchor_scanned ? "the chain it named was found by its head zone" :
 					      "a valid anchor names the metadata",
-			 repair ? ": the super zones rewritten (fixed)" : "");
-		f->res->fixed += repair;
+			 sz_fixed ? ": the super zones rewritten (fixed)" :
+			 repair	  ? ": it could not be rewritten; replace the device" :
+				    "");
+		f->res->fixed += sz_fixed;
+		f->res->copies_bad++;
+	}
+	if (ri->super_unwritable) {
+		fsck_say(f, true,
+			 (struct zfs_finding){ .code = "super-zone-unwritable",
+					       .fixed = sz_fixed },
+			 "super zones: super zone %u could not be written at the last mount: the superblock and anchors have one copy%s",
+			 ri->super_unwritable_zone,
+			 sz_fixed ? ": written anew (fixed)" :
+			 repair	  ? ", and it still cannot be written; replace the device" :
+				    "; a repair or a writable mount tries again");
+		f->res->fixed += sz_fixed;
 		f->res->copies_bad++;
 	}
 	if (ri->copy_damaged) {
@@ -268,7 +289,8 @@ static int fsck_pass(const char *path, bool repair, bool data, struct fsck *f,
 	f->res->log_records = fs->replay.log_records;
 	f->res->clean_tail = fs->replay.clean;
 	snprintf(f->res->stop, sizeof(f->res->stop), "%s", fs->replay.stop);
-	fsck_journal(f, &fs->replay, repair);
+	fsck_journal(f, &fs->replay, repair,
+		     repair && !jrnl_super_degraded(fs->j));
 	ret = zfs_check(fs, repair, fsck_emit, f, f->res);
 	if (!ret && data) {
 		struct zfs_scrub_total t;

@@ -406,53 +406,152 @@ void jrnl_sb_seal(struct zf_super *sb)
 	sb->crc = htole32(crc32c(0, sb, sizeof(*sb)));
 }
 
+/*
+ * The live super zone can take another anchor: no write of it failed,
+ * and it is neither full of anchors nor finished (on a device with few
+ * active slots the owner finishes it after each anchor).
+ */
+static bool jrnl_super_room(struct jrnl *j)
+{
+	struct zm_zone *z = &j->m->zones[le32toh(j->sb.super_zone[j->sz_cur])];
+
+	return !j->sz_failed[j->sz_cur] &&
+	       j->sz_count < le32toh(j->sb.anchors_per_zone) &&
+	       !(z->type == ZDEV_ZONE_SEQ && z->wp >= z->start + z->cap);
+}
+
+/*
+ * A write or reset of super zone @i failed with an I/O error: say so.
+ * With @reset (the zone a switch had reset to start over), reset it again
+ * if the device lets us, so that it holds no active slot and no half
+ * written superblock that a reader could take for a copy. A zone whose
+ * anchor write failed keeps what it holds: its superblock and earlier
+ * anchors may be the only sound copy if the other zone fails too.
+ */
+static void jrnl_super_failed(struct jrnl *j, uint32_t i, const char *what,
+			      int err, bool reset)
+{
+	uint32_t zone = le32toh(j->sb.super_zone[i]);
+	uint32_t other = le32toh(j->sb.super_zone[i ^ 1]);
+	struct zm_zone *z = &j->m->zones[zone];
+
+	j->sz_failed[i] = true;
+	zlog_err("%s: writing %s in super zone %u failed (%s): the superblock and anchors are kept in super zone %u alone, and the next writable mount tries zone %u again; run `zonefuse fsck` after unmounting, and replace the device if this comes back",
+		 zdev_path(j->dev), what, zone, strerror(-err), other, zone);
+	if (reset && z->type == ZDEV_ZONE_SEQ && !zdev_reset(j->dev, zone)) {
+		z->resets++;
+		z->wp = z->start;
+	}
+}
+
+/*
+ * Go to the other super zone: reset it and write the superblock there,
+ * one generation newer. The zone left is finished once an anchor here is
+ * durable (jrnl_write_anchor_once()): until then it holds the newest
+ * anchor, the only one if this zone's cannot be written. A generation is
+ * never used twice, even by a switch that failed: its zone may hold that
+ * superblock whatever the device said. 0, or the errno with the live zone
+ * unchanged.
+ */
+static int jrnl_super_switch(struct jrnl *j)
+{
+	uint32_t to = j->sz_cur ^ 1;
+	uint32_t szone = le32toh(j->sb.super_zone[to]);
+	struct zm_zone *z = &j->m->zones[szone];
+	struct zf_super sb;
+	int ret;
+
+	j->sb.sb_gen = htole64(le64toh(j->sb.sb_gen) + 1);
+	if (z->type == ZDEV_ZONE_SEQ) {
+		ret = zdev_reset(j->dev, szone);
+		if (ret)
+			return ret;
+		z->resets++;
+		z->wp = z->start;
+	}
+	sb = j->sb;
+	jrnl_sb_seal(&sb);
+	ret = jrnl_write_sb(j, &sb, z->start);
+	if (ret)
+		return ret;
+	j->sz_left = true;
+	j->sz_left_wpos = j->sz_wpos;
+	j->sz_left_count = j->sz_count;
+	j->sz_cur = to;
+	j->sz_failed[to] = false;
+	j->sz_sb_stale = false;
+	z->wp = z->start + ZF_SB_UNIT;
+	j->sz_wpos = z->start + ZF_SB_UNIT;
+	j->sz_count = 0;
+	return 0;
+}
+
+/* The switch's first anchor is durable: finish the zone it left. */
+static void jrnl_super_left(struct jrnl *j)
+{
+	uint32_t old = le32toh(j->sb.super_zone[j->sz_cur ^ 1]);
+
+	j->sz_left = false;
+	if (j->m->zones[old].type == ZDEV_ZONE_SEQ)
+		jrnl_finish_zone(j, old);
+}
+
+/*
+ * The first anchor after a switch could not be written: back to the zone
+ * left, whose superblock is older than the one just written.
+ */
+static void jrnl_super_back(struct jrnl *j)
+{
+	j->sz_left = false;
+	j->sz_cur ^= 1;
+	j->sz_wpos = j->sz_left_wpos;
+	j->sz_count = j->sz_left_count;
+	j->sz_sb_stale = true;
+}
+
+/*
+ * One anchor. -EAGAIN: its write failed in the live zone, and a zone
+ * that has not failed remains: the caller tries again there.
+ */
 static int jrnl_write_anchor_once(struct jrnl *j)
 {
 	bool slot = j->cb && j->cb->super_begin && j->cb->super_end;
-	uint32_t szone = le32toh(j->sb.super_zone[j->sz_cur]);
-	struct zm_zone *z = &j->m->zones[szone];
+	uint32_t other = j->sz_cur ^ 1;
+	struct zm_zone *z;
 	struct zf_anchor a;
-	int ret;
+	uint32_t szone;
+	bool room;
+	int ret = 0;
 
 	if (slot)
 		j->cb->super_begin(j->cb_arg);
+	room = jrnl_super_room(j);
 	/*
-	 * Switch super zones when this one is full of anchors, or finished:
-	 * on a device with few active slots the owner finishes the super
-	 * zone after each anchor (cb->super_end), and the next one resets
-	 * the other and starts over there. Also when replay found damage
-	 * in a super zone (j->sz_switches): the switch rewrites the zone it
-	 * goes to, and jrnl_write_anchor() makes as many as it takes.
+	 * Switch super zones when this one has no room, or when replay
+	 * found damage in a super zone (j->sz_switches): the switch
+	 * rewrites the zone it goes to, and jrnl_write_anchor() makes as
+	 * many as it takes. Damage cannot be healed into a zone that failed
+	 * this mount: the anchors stay where they are while there is room.
+	 * Full, both are tried, the failed one again, before giving up.
 	 */
-	if (j->sz_count >= le32toh(j->sb.anchors_per_zone) || j->sz_switches ||
-	    (z->type == ZDEV_ZONE_SEQ && z->wp >= z->start + z->cap)) {
-		uint32_t old = szone;
-		struct zf_super sb;
-
-		j->sz_cur ^= 1;
-		szone = le32toh(j->sb.super_zone[j->sz_cur]);
-		z = &j->m->zones[szone];
-		if (z->type == ZDEV_ZONE_SEQ) {
-			ret = zdev_reset(j->dev, szone);
-			if (ret)
-				goto out_slot;
-			z->resets++;
-			z->wp = z->start;
+	if (j->sz_switches && room && j->sz_failed[other])
+		j->sz_switches = 0;
+	if (!room || j->sz_switches) {
+		ret = jrnl_super_switch(j);
+		if (ret == -EIO) {
+			jrnl_super_failed(j, other, "the superblock", ret, true);
+			j->sz_sb_stale = true;
+			j->sz_switches = 0;
+			if (room)
+				ret = 0;
 		}
-		j->sb.sb_gen = htole64(le64toh(j->sb.sb_gen) + 1);
-		sb = j->sb;
-		jrnl_sb_seal(&sb);
-		ret = jrnl_write_sb(j, &sb, z->start);
 		if (ret)
 			goto out_slot;
-		z->wp = z->start + ZF_SB_UNIT;
-		j->sz_wpos = z->start + ZF_SB_UNIT;
-		j->sz_count = 0;
 		if (j->sz_switches)
 			j->sz_switches--;
-		if (j->m->zones[old].type == ZDEV_ZONE_SEQ)
-			jrnl_finish_zone(j, old);
 	}
+	szone = le32toh(j->sb.super_zone[j->sz_cur]);
+	z = &j->m->zones[szone];
 	memset(&a, 0, sizeof(a));
 	a.magic = htole32(ZF_ANCHOR_MAGIC);
 	a.seq = htole64(j->anchor_seq + 1);
@@ -461,8 +560,21 @@ static int jrnl_write_anchor_once(struct jrnl *j)
 	a.chain_gen = htole32(j->gen);
 	a.snap_seq = htole64(j->snap_seq);
 	a.mirror_zone = htole32(j->mirror ? j->mchain[0] : ZF_NO_ZONE);
+	a.flags = htole32(j->sz_failed[j->sz_cur ^ 1] ? ZF_ANCHOR_OTHER_FAILED : 0);
 	a.crc = htole32(crc32c(0, &a, sizeof(a)));
 	ret = jrnl_write_padded(j, &a, sizeof(a), j->sz_wpos);
+	if (ret == -EIO) {
+		/*
+		 * The zone's write pointer is unknown now: no more anchors
+		 * go there. The next try goes back to the zone a switch just
+		 * left, or switches, unless the other zone failed too.
+		 */
+		jrnl_super_failed(j, j->sz_cur, "an anchor", ret, false);
+		if (j->sz_left)
+			jrnl_super_back(j);
+		if (!j->sz_failed[0] || !j->sz_failed[1])
+			ret = -EAGAIN;
+	}
 	if (ret)
 		goto out_slot;
 	ret = zdev_flush(j->dev);
@@ -472,25 +584,34 @@ static int jrnl_write_anchor_once(struct jrnl *j)
 	j->sz_wpos += j->bs;
 	j->sz_count++;
 	j->anchor_seq++;
+	if (j->sz_left)
+		jrnl_super_left(j);
 out_slot:
 	if (slot)
-		j->cb->super_end(j->cb_arg, szone);
+		j->cb->super_end(j->cb_arg,
+				 le32toh(j->sb.super_zone[j->sz_cur]));
 	return ret;
 }
 
 /*
  * Write the anchor; after damage in a super zone, again (naming the same
  * chain) until the switches it needs are made, so that both super zones
- * hold a sound superblock and anchor.
+ * hold a sound superblock and anchor. A super zone that cannot be written
+ * costs its copy, not the file system: the anchors go to the other one.
+ * A zone whose superblock can be written but not its anchor would take
+ * the anchor there and back forever: the tries are bounded.
  */
+#define JRNL_ANCHOR_TRIES 3
+
 int jrnl_write_anchor(struct jrnl *j)
 {
-	int ret;
+	int ret, tries = 0;
 
 	do {
 		ret = jrnl_write_anchor_once(j);
-	} while (!ret && j->sz_switches);
-	return ret;
+	} while ((ret == -EAGAIN && ++tries < JRNL_ANCHOR_TRIES) ||
+		 (!ret && j->sz_switches));
+	return ret == -EAGAIN ? -EIO : ret;
 }
 
 /* ---- snapshots ------------------------------------------------------------- */
@@ -863,10 +984,20 @@ int jrnl_roll(struct jrnl *j)
  */
 static int jrnl_label_fn(struct jrnl *j, const void *arg)
 {
+	char old[sizeof(j->sb.label)];
+	int ret;
+
+	memcpy(old, j->sb.label, sizeof(old));
 	memset(j->sb.label, 0, sizeof(j->sb.label));
 	strncpy(j->sb.label, arg, sizeof(j->sb.label) - 1);
 	j->sz_switches = 2;
-	return jrnl_write_anchor(j);
+	ret = jrnl_write_anchor(j);
+	/* A super zone that failed leaves the old label in the live one. */
+	if (!ret && j->sz_sb_stale)
+		ret = -EIO;
+	if (ret)
+		memcpy(j->sb.label, old, sizeof(old));
+	return ret;
 }
 
 int jrnl_set_label(struct jrnl *j, const char *label)
@@ -874,6 +1005,11 @@ int jrnl_set_label(struct jrnl *j, const char *label)
 	if (strlen(label) >= sizeof(j->sb.label))
 		return -ENAMETOOLONG;
 	return jrnl_as_committer(j, jrnl_label_fn, label);
+}
+
+bool jrnl_super_degraded(const struct jrnl *j)
+{
+	return j->sz_failed[0] || j->sz_failed[1];
 }
 
 int jrnl_start(struct jrnl *j)

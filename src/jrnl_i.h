@@ -61,6 +61,19 @@ struct jrnl {
 				 rewrites the zone it goes to. Damage in the
 				 live zone takes two (away, and back into
 				 it), in the other one. */
+	bool sz_failed[2];   /* a write or reset of that super zone failed
+				this mount: anchors stay in the other one
+				while it has room (jrnl_write_anchor()) */
+	bool sz_left;	     /* a switch left the other super zone, and
+				its first anchor here is not durable yet:
+				the zone left is finished only then, and
+				if that anchor cannot be written, anchors
+				go on there (sz_left_wpos, sz_left_count) */
+	uint64_t sz_left_wpos;
+	uint32_t sz_left_count;
+	bool sz_sb_stale;    /* the live super zone's superblock is older
+				than sb: the switch that was to write it
+				failed */
 	uint64_t anchor_seq; /* last anchor written */
 
 	_Atomic uint64_t meta_bytes, commits, rolls;

@@ -344,6 +344,7 @@ static int jrnl_find_anchor(struct jrnl *j, struct zf_anchor *best,
 			    (j->mirror &&
 			     (le32toh(a.mirror_zone) >= j->m->nr_zones ||
 			      a.mirror_zone == a.chain_zone)) ||
+			    (le32toh(a.flags) & ~ZF_ANCHOR_FLAGS) ||
 			    (count && le64toh(a.seq) <= prev_seq)) {
 				/*
 				 * A full zone a switch rewrote (its superblock
@@ -410,6 +411,15 @@ static int jrnl_find_anchor(struct jrnl *j, struct zf_anchor *best,
 	}
 	/* Away from the live zone and back, or into the other one. */
 	j->sz_switches = bad_zone[j->sz_cur] ? 2 : bad_zone[j->sz_cur ^ 1];
+	/* The last writable mount could not write the other zone: again. */
+	if (found && !newest_bad &&
+	    (le32toh(best->flags) & ZF_ANCHOR_OTHER_FAILED)) {
+		info->super_unwritable = true;
+		info->super_unwritable_zone =
+			le32toh(j->sb.super_zone[j->sz_cur ^ 1]);
+		if (!j->sz_switches)
+			j->sz_switches = 1;
+	}
 	gen = found ? le32toh(best->chain_gen) : 0;
 	if (newest_bad) {
 		if (!found)

@@ -69,7 +69,8 @@ static int jrnl_scrub_read(struct jrnl *live, struct jrnl_scrub_pass *p,
 	zm_destroy(&m);
 	p->short_log = info->last_seq < p->durable_seq;
 	p->damage = info->super_damaged || info->anchor_damaged ||
-		    info->copy_damaged || info->damaged || p->short_log;
+		    info->super_unwritable || info->copy_damaged ||
+		    info->damaged || p->short_log;
 	return 0;
 }
 

@@ -263,6 +263,11 @@ static int zfs_mount_check(struct zfs *fs, const char *path, char *err,
 						 "a valid anchor named the metadata",
 			  fs->rdonly ? ": run `zonefuse fsck --repair` to rewrite the super zone" :
 				       ", and the super zones are written anew now");
+	if (info->super_unwritable)
+		zlog_warn("%s: super zone %u could not be written at the last mount: the superblock and anchors have one copy%s",
+			  path, info->super_unwritable_zone,
+			  fs->rdonly ? "; a writable mount tries the zone again" :
+				       "; trying the zone again now");
 	if (info->copy_damaged)
 		zlog_warn("%s: %s is damaged (%u block%s of one copy); the other copy served%s",
 			  path, info->copy_bad, info->copy_bad_count,

@@ -273,6 +273,12 @@ void zfs_scrub_meta_say(const struct jrnl_scrub_pass *p,
 					      "a valid anchor names the metadata");
 		say(arg, line);
 	}
+	if (ri->super_unwritable) {
+		snprintf(line, sizeof(line),
+			 "super zone %u could not be written: one copy of the superblock and anchors",
+			 ri->super_unwritable_zone);
+		say(arg, line);
+	}
 	if (ri->copy_damaged) {
 		snprintf(line, sizeof(line),
 			 "%s is damaged (%u block%s of one copy; the other copy holds)",

@@ -1814,6 +1814,258 @@ START_TEST(test_anchor_stale)
 }
 END_TEST
 
+/* ---- a super zone that cannot be written ---------------------------------- */
+
+/*
+ * A zone the device will not write (a bad block there that a write fails
+ * on, as null_blk's badblocks do, where the emulator's media errors are
+ * remapped by a write): set per test, and installed on every device a
+ * mount or fsck opens, through --wrap=zdev_open.
+ */
+static uint32_t unwritable = UINT32_MAX;
+static uint64_t unwritable_from; /* the device offset it fails from */
+
+static int unwritable_hook(void *arg, enum zdev_op op, uint32_t zone,
+			   uint64_t off, size_t len)
+{
+	(void)arg;
+	(void)len;
+	return op == ZDEV_OP_WRITE && zone == unwritable &&
+			       off >= unwritable_from ?
+		       -EIO :
+		       0;
+}
+
+int __real_zdev_open(const char *path, unsigned int flags, struct zdev **devp,
+		     char *err, size_t errlen);
+int __wrap_zdev_open(const char *path, unsigned int flags, struct zdev **devp,
+		     char *err, size_t errlen);
+int __wrap_zdev_open(const char *path, unsigned int flags, struct zdev **devp,
+		     char *err, size_t errlen)
+{
+	int ret = __real_zdev_open(path, flags, devp, err, errlen);
+
+	if (!ret && unwritable != UINT32_MAX)
+		zdev_set_fault(*devp, unwritable_hook, NULL);
+	return ret;
+}
+
+/* Both super zones, @arg (uint32_t[2]), fail their writes. */
+static int both_hook(void *arg, enum zdev_op op, uint32_t zone, uint64_t off,
+		     size_t len)
+{
+	const uint32_t *sz = arg;
+
+	(void)off;
+	(void)len;
+	return op == ZDEV_OP_WRITE && (zone == sz[0] || zone == sz[1]) ? -EIO :
+									 0;
+}
+
+/* The super zones of @fs, and which of them takes the next anchor. */
+static uint32_t live_super(struct zfs *fs, uint32_t sz[2])
+{
+	struct zdev_zone z;
+	uint32_t i, live = 2;
+
+	for (i = 0; i < 2; i++) {
+		sz[i] = le32toh(fs->sb.super_zone[i]);
+		tu_report1(fs->dev, sz[i], &z);
+		if (z.cond != ZDEV_COND_FULL &&
+		    z.wp >= z.start + ZF_SB_UNIT + 4096)
+			live = i;
+	}
+	ck_assert_uint_lt(live, 2);
+	return live;
+}
+
+static int fsck_code(const char *path, bool repair)
+{
+	struct zfs_fsck_result res;
+	char err[512] = "";
+
+	return zfs_fsck(path, repair ? ZFS_FSCK_REPAIR : 0, NULL, NULL, &res,
+			err, sizeof(err));
+}
+
+/*
+ * After a mount that could not write a super zone: the newest anchor
+ * says so, fsck reports it (and a repair that cannot write the zone
+ * either does not call it fixed), and a mount on a device that writes
+ * it again makes two copies again.
+ */
+static void unwritable_then_healed(uint32_t bad, const char *want)
+{
+	struct zfs *fs;
+	char *got;
+
+	unwritable = UINT32_MAX;
+	fs = tu_mount(tu_img, true);
+	ck_assert(fs->replay.super_unwritable);
+	ck_assert_uint_eq(fs->replay.super_unwritable_zone, bad);
+	got = tu_digest(fs);
+	digest_eq(got, want, "with one super zone");
+	free(got);
+	tu_unmount(fs);
+	fsck_damaged(tu_img);
+	unwritable = bad;
+	ck_assert_int_eq(fsck_code(tu_img, true), ZFS_FSCK_UNFIXED);
+	unwritable = UINT32_MAX;
+	fs = tu_mount(tu_img, false);
+	ck_assert(fs->replay.super_unwritable);
+	ck_assert(!jrnl_super_degraded(fs->j));
+	tu_unmount(fs);
+	fsck_ok(tu_img);
+	fs = tu_mount(tu_img, true);
+	got = tu_digest(fs);
+	digest_eq(got, want, "with both super zones again");
+	free(got);
+	tu_unmount(fs);
+}
+
+/*
+ * The anchor write fails in the live super zone: the anchor goes to the
+ * other one, the commit and the file system go on, and the anchors stay
+ * there while the mount lasts.
+ */
+START_TEST(test_super_anchor_unwritable)
+{
+	uint32_t sz[2], live;
+	struct zfs *fs;
+	char *want;
+
+	mkfs2(32);
+	fs = tu_mount(tu_img, false);
+	changes_a(fs);
+	TU_OK(jrnl_roll(fs->j));
+	live = live_super(fs, sz);
+	unwritable = sz[live];
+	zdev_set_fault(zfs_dev(fs), unwritable_hook, NULL);
+	TU_OK(tu_mkdir(fs, "/after-the-failure", 0755));
+	TU_OK(jrnl_roll(fs->j));
+	ck_assert(jrnl_super_degraded(fs->j));
+	TU_OK(tu_mkdir(fs, "/and-after-that", 0755));
+	TU_OK(jrnl_roll(fs->j));
+	TU_OK(zfs_sync(fs));
+	ck_assert_uint_eq(live_super(fs, sz), live ^ 1);
+	want = tu_digest(fs);
+	tu_unmount(fs);
+	unwritable_then_healed(sz[live], want);
+	free(want);
+}
+END_TEST
+
+/*
+ * A damaged superblock in a zone that cannot be written (a bad block a
+ * write fails on): the writable mount's healing switch into that zone
+ * fails, and the mount goes on with one copy instead of failing.
+ */
+START_TEST(test_super_damaged_unwritable)
+{
+	char *want, *got, zero[ZF_SB_UNIT] = { 0 };
+	uint32_t sz[2], live;
+	struct zfs *fs;
+
+	mkfs2(32);
+	fs = tu_mount(tu_img, false);
+	changes_a(fs);
+	TU_OK(jrnl_roll(fs->j));
+	live = live_super(fs, sz);
+	want = tu_digest(fs);
+	tu_unmount(fs);
+	tu_image_write(tu_img, (uint64_t)sz[live] * TU_MIB, zero, sizeof(zero));
+
+	unwritable = sz[live];
+	fs = tu_mount(tu_img, false);
+	ck_assert(fs->replay.super_damaged);
+	ck_assert(jrnl_super_degraded(fs->j));
+	got = tu_digest(fs);
+	digest_eq(got, want, "with a damaged superblock it cannot rewrite");
+	free(got);
+	free(want);
+	TU_OK(tu_mkdir(fs, "/written-after", 0755));
+	TU_OK(zfs_sync(fs));
+	want = tu_digest(fs);
+	tu_unmount(fs);
+	unwritable_then_healed(sz[live], want);
+	free(want);
+}
+END_TEST
+
+/*
+ * The other super zone takes its superblock but not its anchor (a bad
+ * block just after the superblock): the healing switch into it wrote the
+ * superblock, and the anchor goes back to the zone the switch left, which
+ * was not finished until an anchor was durable in the new one.
+ */
+START_TEST(test_super_anchor_area_unwritable)
+{
+	char *want, *got, zero[ZF_SB_UNIT] = { 0 };
+	uint32_t sz[2], live, other;
+	struct zfs *fs;
+
+	mkfs2(32);
+	fs = tu_mount(tu_img, false);
+	changes_a(fs);
+	TU_OK(jrnl_roll(fs->j));
+	live = live_super(fs, sz);
+	other = live ^ 1;
+	want = tu_digest(fs);
+	tu_unmount(fs);
+	tu_image_write(tu_img, (uint64_t)sz[other] * TU_MIB, zero, sizeof(zero));
+
+	unwritable = sz[other];
+	unwritable_from = (uint64_t)sz[other] * TU_MIB + ZF_SB_UNIT;
+	fs = tu_mount(tu_img, false);
+	ck_assert(fs->replay.super_damaged);
+	ck_assert(jrnl_super_degraded(fs->j));
+	ck_assert_uint_eq(live_super(fs, sz), live);
+	TU_OK(tu_mkdir(fs, "/written-after", 0755));
+	TU_OK(jrnl_roll(fs->j));
+	free(want);
+	want = tu_digest(fs);
+	tu_unmount(fs);
+	unwritable_from = 0;
+	fs = tu_mount(tu_img, true);
+	got = tu_digest(fs);
+	digest_eq(got, want, "after the anchor went back");
+	free(got);
+	tu_unmount(fs);
+	unwritable_then_healed(sz[other], want);
+	free(want);
+}
+END_TEST
+
+/*
+ * Neither super zone can be written: the anchor has nowhere to go, the
+ * journal fails and the file system turns read-only; what was
+ * acknowledged before is all there.
+ */
+START_TEST(test_super_both_unwritable)
+{
+	uint32_t sz[2];
+	struct zfs *fs;
+	char *want, *got;
+
+	mkfs2(32);
+	fs = tu_mount(tu_img, false);
+	changes_a(fs);
+	TU_OK(jrnl_roll(fs->j));
+	live_super(fs, sz);
+	want = tu_digest(fs);
+	zdev_set_fault(zfs_dev(fs), both_hook, sz);
+	ck_assert_int_eq(jrnl_roll(fs->j), -EIO);
+	ck_assert_int_eq(tu_mkdir(fs, "/refused", 0755), -EROFS);
+	zfs_crash(fs);
+	fs = tu_mount(tu_img, true);
+	got = tu_digest(fs);
+	digest_eq(got, want, "after both super zones failed");
+	free(got);
+	tu_unmount(fs);
+	free(want);
+}
+END_TEST
+
 /* ---- the suite ---------------------------------------------------------------- */
 
 static void add(Suite *s, const char *name, const TTest *t, int timeout)
@@ -1831,6 +2083,11 @@ static Suite *jrnl_suite(void)
 	add(s, "corrupt_middle", test_corrupt_middle, 60);
 	add(s, "anchor_damaged_few_slots", test_anchor_damaged_few_slots, 60);
 	add(s, "anchor_stale", test_anchor_stale, 60);
+	add(s, "super_anchor_unwritable", test_super_anchor_unwritable, 60);
+	add(s, "super_damaged_unwritable", test_super_damaged_unwritable, 60);
+	add(s, "super_anchor_area_unwritable",
+	    test_super_anchor_area_unwritable, 60);
+	add(s, "super_both_unwritable", test_super_both_unwritable, 60);
 	add(s, "mirror", test_mirror, 120);
 	add(s, "scrub_clean", test_scrub_clean, 60);
 	add(s, "scrub_heals_copy", test_scrub_heals_copy, 120);

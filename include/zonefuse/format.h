@@ -99,9 +99,19 @@ struct zf_anchor {
 	uint64_t snap_seq;   /* 40: record seq of the chain's SNAP_BEGIN */
 	uint32_t mirror_zone; /* 48: head zone of the mirror chain
 				 (ZF_NO_ZONE without MIRROR) */
-	uint8_t reserved[12]; /* 52 */
+	uint32_t flags;	      /* 52: ZF_ANCHOR_* */
+	uint8_t reserved[8];  /* 56: zero */
 };
 _Static_assert(sizeof(struct zf_anchor) == 64, "zf_anchor size");
+
+/*
+ * The other super zone could not be written (a write or reset of it
+ * failed) when this anchor was: the file system has one copy of its
+ * superblock and anchors, this zone's. The next writable mount tries the
+ * other zone again; fsck reports it until one succeeds.
+ */
+#define ZF_ANCHOR_OTHER_FAILED (1u << 0)
+#define ZF_ANCHOR_FLAGS ZF_ANCHOR_OTHER_FAILED /* all that are known */
 
 #define ZF_MZONE_MAGIC 0x5a4d465au /* "ZFMZ" */
 

@@ -146,6 +146,12 @@ struct jrnl_replay_info {
 				 hold (super_bad says which); the other
 				 copy served */
 	char super_bad[80];
+	bool super_unwritable; /* the newest anchor says the other super
+				  zone could not be written
+				  (ZF_ANCHOR_OTHER_FAILED): one copy of the
+				  superblock and anchors. A writable
+				  journal tries that zone again at once */
+	uint32_t super_unwritable_zone;
 	bool mirrored;	      /* the chain has a mirror copy */
 	bool copy_damaged;    /* a block of one copy of the chain did not
 				 hold (a bad header or record, zeros, a
@@ -213,9 +219,18 @@ int jrnl_roll(struct jrnl *j);
  * both superblock copies, one after the other, each with an anchor: a
  * crash in between leaves the old label or the new, never a damaged file
  * system. -ENAMETOOLONG, -EROFS, the sticky error, or an I/O errno (then
- * sticky, as a failed anchor write is).
+ * sticky, as a failed anchor write is; -EIO too when a super zone cannot
+ * be written: the label stays the old one).
  */
 int jrnl_set_label(struct jrnl *j, const char *label);
+
+/*
+ * A write of a super zone failed since the journal was opened (its
+ * anchors went to the other zone, see ZF_ANCHOR_OTHER_FAILED): the
+ * superblock and anchors have one copy. For the opener's thread, before
+ * other threads commit.
+ */
+bool jrnl_super_degraded(const struct jrnl *j);
 
 /*
  * Zones the chain may still take, in all its copies, before a roll lets

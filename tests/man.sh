@@ -359,14 +359,20 @@ completion()
 		}
 		# Complete the command line "$@" (the last word is the one
 		# completed), as bash does on TAB; print COMPREPLY a line each.
+		# Each command's completion function, as bash-completion
+		# loads it on the first TAB.
+		declare -A fns=()
+		for c in zonefuse mkfs.zonefuse fsck.zonefuse fsck.fuse.zonefuse; do
+			__load_completion "$c" &&
+				fns[$c]=$(complete -p "$c" 2>/dev/null |
+					sed -nE 's/.*-F ([^ ]+).*/\1/p')
+			[ -n "${fns[$c]}" ] ||
+				cfail "bash-completion loads no completion function for $c from $dir"
+		done
 		comp()
 		{
-			local fn
-			__load_completion "$1" || {
-				cfail "bash-completion finds no completion for $1"
-				return
-			}
-			fn=$(complete -p "$1" | sed -nE 's/.*-F ([^ ]+).*/\1/p')
+			local fn=${fns[$1]-}
+			[ -n "$fn" ] || return
 			COMP_WORDS=("$@")
 			COMP_CWORD=$(($# - 1))
 			COMP_LINE="$*"

@@ -11,10 +11,12 @@ ZF_BUILD_PKGS=(gcc pkg-config meson ninja-build libfuse3-dev fuse3
 # tools, the format check and the script lint, fuser to name what holds a
 # busy mount, PyTorch and NumPy for the training workloads of tests/train,
 # and other file systems' mkfs for the signatures mkfs must refuse, with
-# util-linux's fsck(8), in tests/e2e/tools.sh).
+# util-linux's fsck(8), in tests/e2e/tools.sh; man(1), groff and
+# bash-completion for the manual pages' and the completion's checks in
+# tests/man.sh).
 ZF_TEST_PKGS=(attr zbd-utils clang-format shellcheck rsync git python3 gdb
 	psmisc python3-torch python3-numpy btrfs-progs f2fs-tools e2fsprogs
-	util-linux)
+	util-linux man-db groff-base bash-completion)
 # What bench/run.sh needs on top of the build: fio for the I/O workloads,
 # getfattr for the stats, PyTorch for torch.save/load, matplotlib for the
 # chart, gdb for the stacks of a hung daemon.

@@ -152,6 +152,8 @@ stage_shellcheck()
 	shopt -s nullglob
 	files=(scripts/*.sh .ci/run)
 	shopt -u nullglob
+	# The bash completion is a shell script too, without the suffix.
+	files+=(scripts/bash-completion/zonefuse)
 	mapfile -t files < <({ printf '%s\n' "${files[@]}"; git ls-files -- '*.sh'; } | sort -u)
 	zf_log "shellcheck ${files[*]}"
 	shellcheck -x "${files[@]}"

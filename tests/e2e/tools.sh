@@ -29,7 +29,8 @@ e2e_need meson meson
 root=$E2E_WORK/root
 meson install -C "$ZONEFUSE_BUILD_ROOT" --no-rebuild --destdir "$root" >"$E2E_WORK/install.log" 2>&1 ||
 	e2e_die "meson install --destdir $root failed: $(tail -n 5 "$E2E_WORK/install.log")"
-sbin=$(dirname "$(find "$root" -name zonefuse -type f | head -n 1)")
+# The binary, not the bash completion of the same name.
+sbin=$(dirname "$(find "$root" -name zonefuse -type f -perm -u+x | head -n 1)")
 Z=$sbin/zonefuse
 [ -x "$Z" ] || e2e_die "meson install put no zonefuse binary under $root"
 for h in mkfs.zonefuse fsck.zonefuse fsck.fuse.zonefuse; do

@@ -290,7 +290,7 @@ static int fsck_pass(const char *path, bool repair, bool data, struct fsck *f,
 	f->res->clean_tail = fs->replay.clean;
 	snprintf(f->res->stop, sizeof(f->res->stop), "%s", fs->replay.stop);
 	fsck_journal(f, &fs->replay, repair,
-		     repair && !jrnl_super_degraded(fs->j));
+		     repair && jrnl_super_unwritable(fs->j) == ZF_NO_ZONE);
 	ret = zfs_check(fs, repair, fsck_emit, f, f->res);
 	if (!ret && data) {
 		struct zfs_scrub_total t;
@@ -311,6 +311,8 @@ static int fsck_pass(const char *path, bool repair, bool data, struct fsck *f,
 	 * clean; a repair of the tables is written the same way.
 	 */
 	if (repair && f->res->fixed) {
+		uint32_t failed = jrnl_super_unwritable(fs->j);
+
 		ret = jrnl_roll(fs->j);
 		if (ret) {
 			zutil_err(err, errlen,
@@ -319,6 +321,17 @@ static int fsck_pass(const char *path, bool repair, bool data, struct fsck *f,
 			zfs_crash(fs);
 			return ret;
 		}
+		/*
+		 * The roll's anchor met a block of a super zone that cannot
+		 * be written (a bad block the damage left there): what was
+		 * rewritten holds, but the device keeps one copy now.
+		 */
+		if (failed == ZF_NO_ZONE &&
+		    jrnl_super_unwritable(fs->j) != ZF_NO_ZONE)
+			fsck_say(f, true,
+				 (struct zfs_finding){ .code = "super-zone-unwritable" },
+				 "super zones: super zone %u could not be written during the repair: the superblock and anchors have one copy, and it still cannot be written; replace the device",
+				 jrnl_super_unwritable(fs->j));
 	}
 	ret = zfs_unmount(fs);
 	if (ret)

@@ -1007,9 +1007,14 @@ int jrnl_set_label(struct jrnl *j, const char *label)
 	return jrnl_as_committer(j, jrnl_label_fn, label);
 }
 
-bool jrnl_super_degraded(const struct jrnl *j)
+uint32_t jrnl_super_unwritable(const struct jrnl *j)
 {
-	return j->sz_failed[0] || j->sz_failed[1];
+	uint32_t i;
+
+	for (i = 0; i < 2; i++)
+		if (j->sz_failed[i])
+			return le32toh(j->sb.super_zone[i]);
+	return ZF_NO_ZONE;
 }
 
 int jrnl_start(struct jrnl *j)

@@ -1913,7 +1913,7 @@ static void unwritable_then_healed(uint32_t bad, const char *want)
 	unwritable = UINT32_MAX;
 	fs = tu_mount(tu_img, false);
 	ck_assert(fs->replay.super_unwritable);
-	ck_assert(!jrnl_super_degraded(fs->j));
+	ck_assert_uint_eq(jrnl_super_unwritable(fs->j), ZF_NO_ZONE);
 	tu_unmount(fs);
 	fsck_ok(tu_img);
 	fs = tu_mount(tu_img, true);
@@ -1943,7 +1943,7 @@ START_TEST(test_super_anchor_unwritable)
 	zdev_set_fault(zfs_dev(fs), unwritable_hook, NULL);
 	TU_OK(tu_mkdir(fs, "/after-the-failure", 0755));
 	TU_OK(jrnl_roll(fs->j));
-	ck_assert(jrnl_super_degraded(fs->j));
+	ck_assert_uint_ne(jrnl_super_unwritable(fs->j), ZF_NO_ZONE);
 	TU_OK(tu_mkdir(fs, "/and-after-that", 0755));
 	TU_OK(jrnl_roll(fs->j));
 	TU_OK(zfs_sync(fs));
@@ -1978,7 +1978,7 @@ START_TEST(test_super_damaged_unwritable)
 	unwritable = sz[live];
 	fs = tu_mount(tu_img, false);
 	ck_assert(fs->replay.super_damaged);
-	ck_assert(jrnl_super_degraded(fs->j));
+	ck_assert_uint_ne(jrnl_super_unwritable(fs->j), ZF_NO_ZONE);
 	got = tu_digest(fs);
 	digest_eq(got, want, "with a damaged superblock it cannot rewrite");
 	free(got);
@@ -2018,7 +2018,7 @@ START_TEST(test_super_anchor_area_unwritable)
 	unwritable_from = (uint64_t)sz[other] * TU_MIB + ZF_SB_UNIT;
 	fs = tu_mount(tu_img, false);
 	ck_assert(fs->replay.super_damaged);
-	ck_assert(jrnl_super_degraded(fs->j));
+	ck_assert_uint_ne(jrnl_super_unwritable(fs->j), ZF_NO_ZONE);
 	ck_assert_uint_eq(live_super(fs, sz), live);
 	TU_OK(tu_mkdir(fs, "/written-after", 0755));
 	TU_OK(jrnl_roll(fs->j));

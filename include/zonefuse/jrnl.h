@@ -225,12 +225,12 @@ int jrnl_roll(struct jrnl *j);
 int jrnl_set_label(struct jrnl *j, const char *label);
 
 /*
- * A write of a super zone failed since the journal was opened (its
- * anchors went to the other zone, see ZF_ANCHOR_OTHER_FAILED): the
- * superblock and anchors have one copy. For the opener's thread, before
- * other threads commit.
+ * The super zone whose write failed since the journal was opened, its
+ * anchors gone to the other zone (see ZF_ANCHOR_OTHER_FAILED): the
+ * superblock and anchors have one copy. ZF_NO_ZONE if none failed. For
+ * the opener's thread, before other threads commit.
  */
-bool jrnl_super_degraded(const struct jrnl *j);
+uint32_t jrnl_super_unwritable(const struct jrnl *j);
 
 /*
  * Zones the chain may still take, in all its copies, before a roll lets

@@ -7,6 +7,7 @@
 #ifndef ZONEFUSE_CLI_H
 #define ZONEFUSE_CLI_H
 
+#include <libmount/libmount.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -50,7 +51,15 @@ int cli_u32_arg(const char *cmd, const char *opt, const char *val,
  * its unmount.
  */
 int cli_refuse_mounted(const char *cmd, const char *path);
+/*
+ * Where a zonefuse file system on @path (an image or a device) is
+ * mounted, malloc'ed, or NULL when it is not (or on no memory).
+ */
 char *cli_mounted_on(const char *path);
+/* /proc/self/mountinfo read by libmount (paths unescaped), or NULL. */
+struct libmnt_table *cli_mount_table(void);
+/* Is @type (mountinfo's) that of a zonefuse mount, fuse or fuseblk? */
+bool cli_is_zonefuse_type(const char *type);
 /*
  * Wait (up to 30 s) until no other process holds @path: a daemon still
  * finishing its unmount. Errors are left to the real open that follows.

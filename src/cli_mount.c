@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 #include <linux/loop.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -158,51 +158,40 @@ static void mount_usage(FILE *f)
 		"Other -o options are FUSE's (see mount.fuse3(8)).\n");
 }
 
-/* "\ooo" at @s: how mountinfo writes a space, tab, newline or backslash. */
-static bool mount_is_octal(const char *s)
-{
-	return s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
-	       s[2] <= '7' && s[3] >= '0' && s[3] <= '7';
-}
-
 /*
  * The FUSE mount's bdi, "MAJ:MIN", from the last mount on @dir (a real
- * path) in /proc/self/mountinfo: the daemon cannot stat its own mount
- * before it has answered INIT.
+ * path) in mountinfo: the daemon cannot stat its own mount before it has
+ * answered INIT. libmount undoes mountinfo's escapes ("\040").
  */
 static int mount_bdi(const char *dir, char *bdi, size_t len)
 {
-	char line[2 * PATH_MAX], dev[32], point[PATH_MAX], *dash;
-	FILE *f = fopen("/proc/self/mountinfo", "re");
+	struct libmnt_table *tb = cli_mount_table();
+	struct libmnt_iter *itr;
+	struct libmnt_fs *fs;
 	int ret = -ENOENT;
 
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		char *r, *w;
-
-		if (sscanf(line, "%*u %*u %31s %*s %4095s", dev, point) != 2)
-			continue;
-		dash = strstr(line, " - ");
-		if (!dash || strncmp(dash + 3, "fuse", 4))
-			continue;
-		/* Octal escapes: "\040" is a space in a path. */
-		for (r = w = point; *r; w++) {
-			if (mount_is_octal(r)) {
-				*w = (char)((r[1] - '0') << 6 |
-					    (r[2] - '0') << 3 | (r[3] - '0'));
-				r += 4;
-			} else {
-				*w = *r++;
-			}
-		}
-		*w = '\0';
-		if (strcmp(point, dir))
-			continue;
-		snprintf(bdi, len, "%s", dev);
-		ret = 0;
+	if (!tb)
+		return errno ? -errno : -ENOMEM;
+	itr = mnt_new_iter(MNT_ITER_BACKWARD);
+	if (!itr) {
+		ret = -ENOMEM;
+		goto out_table;
 	}
-	fclose(f);
+	while (!mnt_table_next_fs(tb, itr, &fs)) {
+		const char *type = mnt_fs_get_fstype(fs);
+		const char *target = mnt_fs_get_target(fs);
+		dev_t devno = mnt_fs_get_devno(fs);
+
+		if (!type || strncmp(type, "fuse", 4) || !target ||
+		    strcmp(target, dir))
+			continue;
+		snprintf(bdi, len, "%u:%u", major(devno), minor(devno));
+		ret = 0;
+		break;
+	}
+	mnt_free_iter(itr);
+out_table:
+	mnt_unref_table(tb);
 	return ret;
 }
 

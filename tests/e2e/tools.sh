@@ -12,7 +12,8 @@
 #   by their own mkfs into the image's device bytes), naming it, and with
 #   --force makes zonefuse, after which blkid finds nothing;
 # - -V and --version on every command and helper;
-# - zonefuse label: set, read back, refused while mounted.
+# - zonefuse label: set, read back, refused while mounted on a mount point
+#   with a space (mountinfo's "\040"), which the message names.
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
@@ -229,9 +230,9 @@ done
 
 # ---- label -----------------------------------------------------------------
 
-e2e_log "label: set, read back, refused while mounted"
+e2e_log "label: set, read back, refused while mounted (on a mount point with a space, named right)"
 img=$E2E_WORK/label.img
-mnt=$E2E_WORK/mnt
+mnt="$E2E_WORK/mnt with space"
 fresh "$img"
 expect_rc 0 "zonefuse label (none)" "$Z" label "$img"
 [ "$out" = "" ] || e2e_fail "a new file system's label is '$out', want ''"
@@ -244,7 +245,7 @@ expect_rc 16 "zonefuse label of 64 bytes" "$Z" label "$img" "$(printf '%064d' 0)
 e2e_mount "$img" "$mnt"
 expect_rc 1 "zonefuse label while mounted" "$Z" label "$img" other
 case $out in
-*"is mounted on $mnt"*) ;;
+*"is mounted on $mnt: unmount it first (umount '$mnt')") ;;
 *) e2e_fail "zonefuse label while mounted did not say where: $out" ;;
 esac
 expect_rc 0 "zonefuse label (read while mounted)" "$Z" label "$img"

@@ -26,6 +26,27 @@ int cli_stat(int argc, char **argv);
 int cli_dump(int argc, char **argv);
 int cli_scrub(int argc, char **argv);
 int cli_mount(int argc, char **argv);
+
+/*
+ * mount(8)'s exit status, which `zonefuse mount` and the mount.zonefuse
+ * helper give: 1 for a mistake on the command line (an unknown option,
+ * a missing argument), 32 when the mount failed (docs/usage.md).
+ */
+#define CLI_MOUNT_EX_USAGE 1
+#define CLI_MOUNT_EX_FAIL 32
+
+/* How cli_mount_opts() mounts: mount(8)'s flags to its helpers. */
+#define CLI_MOUNT_SLOPPY 0x1u  /* -s: drop unknown options, with a warning */
+#define CLI_MOUNT_FAKE 0x2u    /* -f: check everything, mount nothing */
+#define CLI_MOUNT_VERBOSE 0x4u /* -v: say what is mounted where */
+
+/*
+ * Mount @spec on @dir with @opts (a -o list, NULL for none), in the
+ * background, as `zonefuse mount SPEC DIR -o OPTS` does. Returns the exit
+ * status: 0, CLI_MOUNT_EX_USAGE or CLI_MOUNT_EX_FAIL.
+ */
+int cli_mount_opts(const char *spec, const char *dir, const char *opts,
+		   unsigned int flags);
 int cli_label(int argc, char **argv);
 
 /* Print "zonefuse VERSION" on stdout, as every -V/--version does; 0. */

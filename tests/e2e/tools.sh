@@ -12,6 +12,9 @@
 #   by their own mkfs into the image's device bytes), naming it, and with
 #   --force makes zonefuse, after which blkid finds nothing;
 # - -V and --version on every command and helper;
+# - zonefuse mount: an unknown option refused (exit 1) with the image left
+#   byte for byte; mount(8)'s exit codes (1 usage, 32 failure); mount(8)'s
+#   generic options accepted;
 # - zonefuse label: set, read back, refused while mounted on a mount point
 #   with a space (mountinfo's "\040"), which the message names.
 set -uo pipefail
@@ -227,6 +230,49 @@ for case in btrfs f2fs ext4 btrfs:conv; do
 	expect_rc 1 "mkfs -t zonefuse again (now zonefuse)" mkfs -t zonefuse "$img"
 done
 [ "$tried" -gt 0 ] || e2e_fail "none of mkfs.btrfs, mkfs.f2fs, mkfs.ext4 is installed (Debian packages btrfs-progs, f2fs-tools, e2fsprogs): no signature tried"
+
+# ---- zonefuse mount: options and exit status ------------------------------
+
+e2e_log "zonefuse mount: an unknown option is refused (exit 1) before the image is opened; usage 1, failure 32; generic options accepted"
+img=$E2E_WORK/opts.img
+mnt=$E2E_WORK/mnt-opts
+fresh "$img"
+mkdir -p "$mnt"
+e2e_track "$img" "$mnt"
+cp "$img" "$E2E_WORK/before"
+# Before the check moved up front, libfuse refused such an option only
+# after the journal was replayed, and the image had changed.
+for opts in rw,bogus stage_mb=4G transport=carrier-pigeon fsname=/other subtype=x; do
+	expect_rc 1 "zonefuse mount -o $opts" "$Z" mount "$img" "$mnt" -o "$opts"
+	mountpoint -q "$mnt" && e2e_fail "zonefuse mount -o $opts mounted"
+	cmp -s "$img" "$E2E_WORK/before" || e2e_fail "zonefuse mount -o $opts changed the image"
+done
+expect_rc 1 "zonefuse mount -o rw,bogus,noway" "$Z" mount "$img" "$mnt" -o rw,bogus,noway
+case $out in
+*"unknown option(s) bogus,noway: nothing was mounted and $img was not opened"*) ;;
+*) e2e_fail "zonefuse mount -o rw,bogus,noway did not name the refused options: $out" ;;
+esac
+expect_rc 1 "zonefuse mount without DIR" "$Z" mount "$img"
+expect_rc 1 "zonefuse mount with an extra argument" "$Z" mount "$img" "$mnt" extra
+cmp -s "$img" "$E2E_WORK/before" || e2e_fail "a refused zonefuse mount changed the image"
+expect_rc 32 "zonefuse mount of a missing image" "$Z" mount "$E2E_WORK/missing.img" "$mnt"
+expect_rc 32 "zonefuse mount on a missing directory" "$Z" mount "$img" "$E2E_WORK/no-such-dir"
+rm -f "$E2E_WORK/blank.img"
+"$Z" emu create "$E2E_WORK/blank.img" --size 64M --zone-size 4M >/dev/null || e2e_die "emu create blank.img failed"
+expect_rc 32 "zonefuse mount of an image holding no file system" "$Z" mount "$E2E_WORK/blank.img" "$mnt"
+generic=defaults,auto,nofail,_netdev,user,users,x-systemd.automount,X-mount.mkdir,comment=hi,relatime,lazytime,nodiratime,noatime,nodev,nosuid,noexec,rw
+expect_rc 0 "zonefuse mount -o $generic" "$Z" mount "$img" "$mnt" -o "$generic"
+mountpoint -q "$mnt" || e2e_fail "zonefuse mount -o $generic did not mount"
+case ",$(findmnt -n -o VFS-OPTIONS --mountpoint "$mnt")," in
+*,noexec,*) ;;
+*) e2e_fail "noexec did not reach the kernel: $(findmnt -n -o VFS-OPTIONS --mountpoint "$mnt")" ;;
+esac
+expect_rc 32 "zonefuse mount of a mounted image" "$Z" mount "$img" "$E2E_WORK"
+case $out in
+*"is mounted on $mnt"*) ;;
+*) e2e_fail "a second zonefuse mount did not say where the image is mounted: $out" ;;
+esac
+e2e_umount "$img" "$mnt"
 
 # ---- label -----------------------------------------------------------------
 

@@ -47,6 +47,12 @@ int cli_mount(int argc, char **argv);
  */
 int cli_mount_opts(const char *spec, const char *dir, const char *opts,
 		   unsigned int flags);
+
+/*
+ * mount.zonefuse SPEC DIR [-sfnv] [-o OPTS] [-t TYPE], as mount(8) runs it
+ * (cli_helper.c). Returns the exit status, as cli_mount_opts().
+ */
+int cli_mount_helper(int argc, char **argv);
 int cli_label(int argc, char **argv);
 
 /* Print "zonefuse VERSION" on stdout, as every -V/--version does; 0. */

@@ -444,6 +444,7 @@ static int mount_main(const char *spec, const char *dir,
 	if (flags & CLI_MOUNT_VERBOSE)
 		printf("zonefuse mount: %s on %s%s\n", real, dir_real,
 		       flags & CLI_MOUNT_FAKE ? " (fake: not mounted)" : "");
+	fflush(stdout); /* the parent leaves through _exit() when it forks */
 	if (flags & CLI_MOUNT_FAKE) {
 		ret = 0;
 		goto out_args;

@@ -68,9 +68,11 @@ e2e_daemon_pids()
 		pid=${pid%/cmdline}
 		[ "$pid" = "$$" ] && continue
 		args=$(tr '\0' ' ' 2>/dev/null <"$f") || continue
-		# argv[0] is the binary: zonefuse, or a path ending in it.
+		# argv[0] is the binary: zonefuse, or a path ending in it, or
+		# mount(8)'s helper, which stays to be the daemon.
 		case "${args%% *}" in
-		zonefuse | */zonefuse) ;;
+		zonefuse | */zonefuse | mount.zonefuse | */mount.zonefuse) ;;
+		mount.fuse.zonefuse | */mount.fuse.zonefuse) ;;
 		*) continue ;;
 		esac
 		case "$1" in

@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
-# tests/e2e/tools.sh: zonefuse as util-linux's fsck(8) and mkfs(8) see it.
+# tests/e2e/tools.sh: zonefuse as util-linux's fsck(8), mkfs(8) and
+# mount(8) see it.
 #
-# Installs zonefuse with `meson install --destdir` into a scratch root and
-# puts its sbin first on PATH, where fsck(8) and mkfs(8) look for their
-# helpers (fsck also looks in /sbin and /etc/fs first: a zonefuse
-# installed there would be the one run). Then:
+# Installs zonefuse with `meson install --destdir` into a scratch root.
+# mount(8) looks for its helpers (mount.TYPE) in /sbin, /sbin/fs.d and
+# /sbin/fs only, never in $PATH, so a helper in the scratch root is found
+# only where the real /sbin shows it. The test runs in a mount namespace
+# of its own (unshare -m, made below), and there an overlay puts the
+# scratch root's sbin over the real /sbin (on Debian, /usr/sbin): mount(8),
+# umount(8) and fsck(8) then find the helpers exactly as on a system where
+# zonefuse was installed with --prefix=/usr, while the real /sbin, and
+# every other process's view of it, is left alone. Every mount the test
+# makes lives in that namespace and ends with it. The scratch sbin is
+# also first on PATH, where mkfs(8) and, last, fsck(8) look. Then:
 # - fsck -t zonefuse -n/-p/-a/-y/-f, and fsck of an fstab line of type
 #   fuse.zonefuse (fsck.fuse.zonefuse), on a clean and on a damaged image
 #   (one superblock copy overwritten): fsck(8)'s exit codes 0, 1, 4, 8, 16;
@@ -15,20 +23,32 @@
 # - zonefuse mount: an unknown option refused (exit 1) with the image left
 #   byte for byte; mount(8)'s exit codes (1 usage, 32 failure); mount(8)'s
 #   generic options accepted;
+# - mount -t zonefuse and -t fuse.zonefuse run mount.zonefuse and
+#   mount.fuse.zonefuse, with their exit codes, -s and -f; an fstab file
+#   mounted by mount -a -T twice, the second skipping what is mounted;
 # - zonefuse label: set, read back, refused while mounted on a mount point
 #   with a space (mountinfo's "\040"), which the message names.
 set -uo pipefail
+
+# Into a mount namespace of its own (above), when this machine lets root
+# make one; e2e_begin below skips the test without root.
+if [ -z "${ZONEFUSE_TOOLS_NS:-}" ] && [ "$(id -u)" -eq 0 ] &&
+	command -v unshare >/dev/null && unshare --mount true 2>/dev/null; then
+	ZONEFUSE_TOOLS_NS=1 exec unshare --mount --propagation private -- "$BASH" "$0" "$@"
+fi
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$here/lib.sh"
 
-e2e_begin "fsck(8) and mkfs(8) run the installed helpers with e2fsck's flags and exit codes; mkfs refuses other file systems' signatures; -V everywhere; label"
+e2e_begin "fsck(8), mkfs(8) and mount(8) run the installed helpers with their flags and exit codes; mkfs refuses other file systems' signatures; mount refuses unknown options untouched; fstab and mount -a; -V everywhere; label"
 e2e_need fsck util-linux
 e2e_need mkfs util-linux
 e2e_need blkid util-linux
 e2e_need meson meson
+e2e_need findmnt util-linux
 [ -n "${ZONEFUSE_BUILD_ROOT:-}" ] || e2e_skip "ZONEFUSE_BUILD_ROOT (the meson build directory) is not set; run through meson test"
+[ -n "${ZONEFUSE_TOOLS_NS:-}" ] || e2e_skip "cannot make a mount namespace (unshare --mount, util-linux) for mount(8) to find the installed helpers in /sbin"
 
 root=$E2E_WORK/root
 meson install -C "$ZONEFUSE_BUILD_ROOT" --no-rebuild --destdir "$root" >"$E2E_WORK/install.log" 2>&1 ||
@@ -36,11 +56,19 @@ meson install -C "$ZONEFUSE_BUILD_ROOT" --no-rebuild --destdir "$root" >"$E2E_WO
 sbin=$(dirname "$(find "$root" -name zonefuse -type f | head -n 1)")
 Z=$sbin/zonefuse
 [ -x "$Z" ] || e2e_die "meson install put no zonefuse binary under $root"
-for h in mkfs.zonefuse fsck.zonefuse fsck.fuse.zonefuse; do
+helpers=(mkfs.zonefuse fsck.zonefuse fsck.fuse.zonefuse mount.zonefuse mount.fuse.zonefuse)
+for h in "${helpers[@]}"; do
 	[ "$(readlink "$sbin/$h")" = zonefuse ] ||
 		e2e_fail "$sbin/$h is not the symlink to zonefuse that meson install should make"
 done
 export PATH="$sbin:$PATH"
+# The overlay of the header: the scratch sbin over the real one, in this
+# namespace only (lower layers only: it is read-only, and writes nothing).
+real_sbin=$(readlink -f /sbin)
+mount -t overlay zonefuse-tools -o "lowerdir=$sbin:$real_sbin" "$real_sbin" ||
+	e2e_skip "cannot mount an overlay of $sbin over $real_sbin in the test's namespace (overlayfs)"
+[ "$(readlink -f /sbin/mount.zonefuse)" = "$real_sbin/zonefuse" ] && cmp -s /sbin/zonefuse "$Z" ||
+	e2e_die "/sbin/mount.zonefuse is not the zonefuse just installed after the overlay"
 
 # The offset of device byte 0 in an emulator image (its header's data_off).
 data_off()
@@ -129,7 +157,7 @@ for cmd in "" emu "emu create" "emu media-error" zones mkfs mount fsck label scr
 		fi
 	done
 done
-for h in mkfs.zonefuse fsck.zonefuse fsck.fuse.zonefuse; do
+for h in "${helpers[@]}"; do
 	for v in -V --version; do
 		got=$("$h" $v 2>&1)
 		rc=$?
@@ -273,6 +301,104 @@ case $out in
 *) e2e_fail "a second zonefuse mount did not say where the image is mounted: $out" ;;
 esac
 e2e_umount "$img" "$mnt"
+
+# ---- mount(8) and fstab ----------------------------------------------------
+
+# The command line of the daemon of image $1 (its pid's argv, spaces for NULs).
+daemon_cmdline()
+{
+	local pid
+
+	pid=$(e2e_daemon_pids "$1" | head -n 1)
+	[ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline"
+}
+
+e2e_log "mount -t zonefuse and -t fuse.zonefuse run the installed helpers; their exit codes; -s, -f"
+img=$E2E_WORK/m8.img
+mnt=$E2E_WORK/mnt-m8
+fresh "$img"
+mkdir -p "$mnt"
+e2e_track "$img" "$mnt"
+# Without mount.zonefuse, mount(8) would take zonefuse for a kernel type
+# and fail: a mount is the helper's work.
+expect_rc 0 "mount -t zonefuse IMG DIR" mount -t zonefuse "$img" "$mnt"
+[ "$(findmnt -n -o SOURCE,FSTYPE --mountpoint "$mnt")" = "$img fuse.zonefuse" ] ||
+	e2e_fail "mount -t zonefuse: findmnt shows '$(findmnt -n -o SOURCE,FSTYPE --mountpoint "$mnt")', want '$img fuse.zonefuse'"
+case $(daemon_cmdline "$img") in
+/sbin/mount.zonefuse" $img $mnt"*) ;;
+*) e2e_fail "the daemon of mount -t zonefuse is not /sbin/mount.zonefuse: $(daemon_cmdline "$img")" ;;
+esac
+echo data >"$mnt/f" || e2e_fail "cannot write to the mount made by mount -t zonefuse"
+e2e_umount "$img" "$mnt"
+# Without mount.fuse.zonefuse, mount(8) would run mount.fuse3, which runs
+# `zonefuse IMG DIR -o ...`: the daemon's name tells which ran.
+expect_rc 0 "mount -t fuse.zonefuse -o ro IMG DIR" mount -t fuse.zonefuse -o ro "$img" "$mnt"
+case $(daemon_cmdline "$img") in
+/sbin/mount.fuse.zonefuse" $img $mnt"*) ;;
+*) e2e_fail "the daemon of mount -t fuse.zonefuse is not /sbin/mount.fuse.zonefuse: $(daemon_cmdline "$img")" ;;
+esac
+[ "$(cat "$mnt/f" 2>&1)" = data ] || e2e_fail "mount -t fuse.zonefuse: the file reads '$(cat "$mnt/f" 2>&1)'"
+case ",$(findmnt -n -o VFS-OPTIONS --mountpoint "$mnt")," in
+*,ro,*) ;;
+*) e2e_fail "mount -t fuse.zonefuse -o ro is not read-only: $(findmnt -n -o VFS-OPTIONS --mountpoint "$mnt")" ;;
+esac
+e2e_umount "$img" "$mnt"
+
+cp "$img" "$E2E_WORK/before"
+expect_rc 1 "mount -t zonefuse -o bogus" mount -t zonefuse -o rw,bogus "$img" "$mnt"
+case $out in
+*"unknown option(s) bogus"*) ;;
+*) e2e_fail "mount -t zonefuse -o rw,bogus did not name the option: $out" ;;
+esac
+mountpoint -q "$mnt" && e2e_fail "mount -t zonefuse -o bogus mounted"
+cmp -s "$img" "$E2E_WORK/before" || e2e_fail "mount -t zonefuse -o bogus changed the image"
+expect_rc 1 "mount -t fuse.zonefuse -o stage_mb=x" mount -t fuse.zonefuse -o stage_mb=x "$img" "$mnt"
+cmp -s "$img" "$E2E_WORK/before" || e2e_fail "mount -t fuse.zonefuse -o stage_mb=x changed the image"
+expect_rc 32 "mount -t zonefuse of a missing image" mount -t zonefuse "$E2E_WORK/missing.img" "$mnt"
+expect_rc 32 "mount -t zonefuse of an image holding no file system" mount -t zonefuse "$E2E_WORK/blank.img" "$mnt"
+expect_rc 1 "mount.zonefuse without DIR" mount.zonefuse "$img"
+expect_rc 1 "mount.zonefuse -t ext4" mount.zonefuse "$img" "$mnt" -t ext4
+expect_rc 1 "mount.zonefuse -x" mount.zonefuse "$img" "$mnt" -x
+expect_rc 0 "mount.zonefuse -f (fake)" mount.zonefuse "$img" "$mnt" -f -o rw
+mountpoint -q "$mnt" && e2e_fail "mount.zonefuse -f mounted"
+cmp -s "$img" "$E2E_WORK/before" || e2e_fail "mount.zonefuse -f changed the image"
+expect_rc 0 "mount -s -t zonefuse -o bogus (sloppy)" mount -s -t zonefuse -o bogus "$img" "$mnt"
+case $out in
+*"ignoring the unknown option(s) bogus"*) ;;
+*) e2e_fail "mount -s -o bogus did not say it ignored bogus: $out" ;;
+esac
+mountpoint -q "$mnt" || e2e_fail "mount -s -t zonefuse -o bogus did not mount"
+e2e_umount "$img" "$mnt"
+
+e2e_log "fstab: mount -a -T FILE mounts each zonefuse line, and a second mount -a skips them (exit 0)"
+img2=$E2E_WORK/m8-second.img
+mnt2="$E2E_WORK/mnt fstab 2"
+fresh "$img2"
+mkdir -p "$mnt2"
+e2e_track "$img2" "$mnt2"
+# The second line names its image by a path that is not canonical and its
+# mount point with fstab's escape for a space.
+{
+	printf '# zonefuse lines as in /etc/fstab\n'
+	printf '%s %s zonefuse defaults,nofail,x-systemd.automount,comment=e2e 0 0\n' "$img" "$mnt"
+	printf '%s %s fuse.zonefuse rw,noatime,_netdev 0 0\n' "$E2E_WORK/./m8-second.img" "${mnt2// /\\040}"
+} >"$E2E_WORK/fstab.mount"
+expect_rc 0 "mount -a -T fstab (first)" mount -a -T "$E2E_WORK/fstab.mount"
+mountpoint -q "$mnt" || e2e_fail "mount -a did not mount $mnt"
+mountpoint -q "$mnt2" || e2e_fail "mount -a did not mount $mnt2"
+[ "$(findmnt -n -o SOURCE --mountpoint "$mnt2")" = "$img2" ] ||
+	e2e_fail "the second fstab line is mounted from '$(findmnt -n -o SOURCE --mountpoint "$mnt2")', want $img2"
+pids=$(e2e_daemon_pids "$E2E_WORK/" | sort)
+expect_rc 0 "mount -a -T fstab (second)" mount -a -v -T "$E2E_WORK/fstab.mount"
+case $out in
+*"$mnt"*"already mounted"*"$mnt2"*"already mounted"*) ;;
+*) e2e_fail "the second mount -a did not skip both lines as already mounted: $out" ;;
+esac
+[ "$(e2e_daemon_pids "$E2E_WORK/" | sort)" = "$pids" ] ||
+	e2e_fail "the second mount -a started daemons: before '$pids', after '$(e2e_daemon_pids "$E2E_WORK/" | sort | tr '\n' ' ')'"
+[ "$(findmnt -n --mountpoint "$mnt" | wc -l)" -eq 1 ] || e2e_fail "$mnt is mounted more than once after the second mount -a"
+e2e_umount "$img" "$mnt"
+e2e_umount "$img2" "$mnt2"
 
 # ---- label -----------------------------------------------------------------
 

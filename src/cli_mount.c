@@ -26,6 +26,7 @@
 #include "cli.h"
 #include "fuse_ll.h"
 #include "xport.h"
+#include "zonefuse/fsfind.h"
 #include "zonefuse/util.h"
 #include "zonefuse/zfs.h"
 
@@ -242,6 +243,8 @@ static void mount_usage(FILE *f)
 		"(defaults, auto, noauto, nofail, user, users, _netdev, x-*, comment=,\n"
 		"relatime, ...) are taken and mean nothing here. An unknown option is\n"
 		"refused before DEVICE is opened.\n"
+		"DEVICE may be UUID=... or LABEL=... of a zoned block device (an image is\n"
+		"named by its path).\n"
 		"Exit status (mount(8)'s): 0 mounted, 1 a usage error, 32 the mount failed.\n");
 }
 
@@ -374,6 +377,8 @@ static int mount_main(const char *spec, const char *dir,
 	enum xp_choice xc = XP_AUTO;
 	struct xp *xp = NULL;
 	const char *dev = spec, *tr;
+	struct fsfind_tag tag;
+	char *found = NULL;
 	char err[512] = "", *fsname = NULL, real[PATH_MAX], dir_real[PATH_MAX];
 	struct zfs *fs = NULL;
 	struct stat st;
@@ -420,6 +425,10 @@ static int mount_main(const char *spec, const char *dir,
 		cli_error("mount", "transport=%s: expected auto, uring or dev", tr);
 		goto out_args;
 	}
+	if (fsfind_parse(spec, &tag, err, sizeof(err))) {
+		cli_error("mount", "%s", err);
+		goto out_args;
+	}
 	ret = CLI_MOUNT_EX_FAIL;
 	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
 	    !realpath(dir, dir_real)) {
@@ -428,6 +437,14 @@ static int mount_main(const char *spec, const char *dir,
 	}
 	if (cfg.debug)
 		zlog_set_level(ZLOG_DEBUG);
+	/* UUID= and LABEL= (docs/usage.md): the device that holds it. */
+	i = fsfind_resolve(spec, &found, err, sizeof(err));
+	if (i) {
+		cli_error("mount", "%s", err[0] ? err : strerror(-i));
+		goto out_args;
+	}
+	err[0] = '\0';
+	dev = found;
 	if (cli_refuse_mounted("mount", dev))
 		goto out_args;
 
@@ -442,7 +459,9 @@ static int mount_main(const char *spec, const char *dir,
 		goto out_args;
 	}
 	if (flags & CLI_MOUNT_VERBOSE)
-		printf("zonefuse mount: %s on %s%s\n", real, dir_real,
+		printf("zonefuse mount: %s%s%s on %s%s\n",
+		       tag.kind == FSFIND_PATH ? "" : spec,
+		       tag.kind == FSFIND_PATH ? "" : " is ", real, dir_real,
 		       flags & CLI_MOUNT_FAKE ? " (fake: not mounted)" : "");
 	fflush(stdout); /* the parent leaves through _exit() when it forks */
 	if (flags & CLI_MOUNT_FAKE) {
@@ -577,6 +596,7 @@ out_args:
 	free(cfg.refused);
 	free(cfg.own);
 	free(fsname);
+	free(found);
 	return ret;
 }
 

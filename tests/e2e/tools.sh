@@ -24,7 +24,8 @@
 #   byte for byte; mount(8)'s exit codes (1 usage, 32 failure); mount(8)'s
 #   generic options accepted;
 # - mount -t zonefuse and -t fuse.zonefuse run mount.zonefuse and
-#   mount.fuse.zonefuse, with their exit codes, -s and -f; an fstab file
+#   mount.fuse.zonefuse, with their exit codes, -s and -f; UUID= and LABEL=
+#   malformed (exit 1) and of an image (not found, 32); an fstab file
 #   mounted by mount -a -T twice, the second skipping what is mounted;
 # - zonefuse label: set, read back, refused while mounted on a mount point
 #   with a space (mountinfo's "\040"), which the message names.
@@ -369,6 +370,25 @@ case $out in
 esac
 mountpoint -q "$mnt" || e2e_fail "mount -s -t zonefuse -o bogus did not mount"
 e2e_umount "$img" "$mnt"
+
+e2e_log "UUID= and LABEL=: malformed is a usage error (1); an image's are not found (32), saying it is named by path"
+# Zoned block devices are found by their UUID and label (tests/real/mount.sh
+# mounts null_blk and ZNS devices so in the QEMU guest); an image is a file,
+# which nothing scans for.
+"$Z" label "$img" "m8 label" >/dev/null || e2e_die "zonefuse label $img failed"
+uuid=$("$Z" dump "$img" | sed -n 's/^filesystem uuid \([0-9a-f-]*\).*/\1/p')
+[ ${#uuid} -eq 36 ] || e2e_die "no UUID in zonefuse dump $img: '$uuid'"
+expect_rc 1 "zonefuse mount UUID=not-a-uuid" "$Z" mount UUID=not-a-uuid "$mnt"
+expect_rc 1 "mount.zonefuse LABEL=" mount.zonefuse LABEL= "$mnt"
+for spec in "UUID=$uuid" "LABEL=m8 label"; do
+	expect_rc 32 "zonefuse mount $spec (of an image)" "$Z" mount "$spec" "$mnt"
+	case $out in
+	*"no zonefuse file system with $spec on the "*"zoned block device(s) here"*"an emulator image is found only by its path"*) ;;
+	*) e2e_fail "zonefuse mount $spec of an image did not say why it was not found: $out" ;;
+	esac
+	expect_rc 32 "mount.zonefuse $spec (of an image)" mount.zonefuse "$spec" "$mnt"
+done
+mountpoint -q "$mnt" && e2e_fail "a mount by UUID= or LABEL= of an image mounted"
 
 e2e_log "fstab: mount -a -T FILE mounts each zonefuse line, and a second mount -a skips them (exit 0)"
 img2=$E2E_WORK/m8-second.img

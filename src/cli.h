@@ -53,6 +53,14 @@ int cli_mount_opts(const char *spec, const char *dir, const char *opts,
  * (cli_helper.c). Returns the exit status, as cli_mount_opts().
  */
 int cli_mount_helper(int argc, char **argv);
+
+/*
+ * umount.zonefuse DIR [-nlfv] [-t TYPE], as umount(8) runs it for a mount
+ * of type fuse.zonefuse or fuseblk.zonefuse: unmount, then wait until the
+ * daemon has written everything and exited (cli_helper.c). Exit status
+ * 0, CLI_MOUNT_EX_USAGE or CLI_MOUNT_EX_FAIL.
+ */
+int cli_umount_helper(int argc, char **argv);
 int cli_label(int argc, char **argv);
 
 /* Print "zonefuse VERSION" on stdout, as every -V/--version does; 0. */
@@ -87,6 +95,25 @@ char *cli_mounted_on(const char *path);
 struct libmnt_table *cli_mount_table(void);
 /* Is @type (mountinfo's) that of a zonefuse mount, fuse or fuseblk? */
 bool cli_is_zonefuse_type(const char *type);
+/*
+ * The image a loop device @dev ("/dev/loopN") reads, into @buf: what a
+ * fuseblk mount of an image (-o blkdev) shows as its source instead of
+ * the image. -errno when @dev is not a loop device with a backing file.
+ */
+int cli_loop_backing(const char *dev, char *buf, size_t len);
+
+/* The userspace options of a zonefuse mount in libmount's utab. */
+#define CLI_UTAB_OPTS "helper=zonefuse"
+
+/*
+ * Record the mount of @src on @target (mountinfo's @type) in libmount's
+ * utab with CLI_UTAB_OPTS, so that umount(8) runs umount.zonefuse for it
+ * (cli_common.c says why). 0 or a negative errno: -ENOTSUP when libmount
+ * keeps no utab, -EACCES when not root.
+ */
+int cli_utab_note(const char *src, const char *target, const char *type);
+/* Drop what libmount's utab keeps for @target. 0 or a negative errno. */
+int cli_utab_drop(const char *target);
 /*
  * Wait (up to 30 s) until no other process holds @path: a daemon still
  * finishing its unmount. Errors are left to the real open that follows.

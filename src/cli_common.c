@@ -95,12 +95,7 @@ int cli_json_finding(json_t *list, const struct zfs_finding *f)
 	return zjson_set_str(o, "text", f->text);
 }
 
-/*
- * The image a loop device @dev ("/dev/loopN") reads, into @buf: what a
- * fuseblk mount of an image (-o blkdev) shows as its source instead of
- * the image. -errno when @dev is not a loop device with a backing file.
- */
-static int cli_loop_backing(const char *dev, char *buf, size_t len)
+int cli_loop_backing(const char *dev, char *buf, size_t len)
 {
 	char path[PATH_MAX];
 	size_t n;
@@ -167,6 +162,57 @@ char *cli_mounted_on(const char *path)
 out_table:
 	mnt_unref_table(tb);
 	return dir;
+}
+
+/*
+ * libmount keeps the userspace options of a mount (the ones the kernel
+ * does not take) in its utab (/run/mount/utab), merged with mountinfo when
+ * it reads the mount table. umount(8) reads them back; as root and for a
+ * mount with none, it takes the mount's type from statfs(2) instead,
+ * which says "fuse" without the subtype, and looks for umount.fuse: no
+ * zonefuse helper would run. helper=zonefuse (mount(8): "the umount(8)
+ * command calls /sbin/umount.TYPE for this mount, even for root") is what
+ * makes it run umount.zonefuse.
+ */
+int cli_utab_note(const char *src, const char *target, const char *type)
+{
+	struct libmnt_update *upd = mnt_new_update();
+	struct libmnt_fs *fs = mnt_new_fs();
+	int ret = -ENOMEM;
+
+	if (!upd || !fs)
+		goto out_free;
+	ret = mnt_fs_set_source(fs, src);
+	if (!ret)
+		ret = mnt_fs_set_target(fs, target);
+	if (!ret)
+		ret = mnt_fs_set_fstype(fs, type);
+	if (!ret)
+		ret = mnt_fs_set_options(fs, CLI_UTAB_OPTS);
+	if (!ret)
+		ret = mnt_update_set_fs(upd, 0, NULL, fs);
+	if (!ret)
+		ret = mnt_update_table(upd, NULL);
+	else if (ret > 0)
+		ret = -ENOTSUP; /* libmount keeps no utab here */
+out_free:
+	mnt_free_update(upd);
+	mnt_unref_fs(fs);
+	return ret;
+}
+
+int cli_utab_drop(const char *target)
+{
+	struct libmnt_update *upd = mnt_new_update();
+	int ret = -ENOMEM;
+
+	if (!upd)
+		return ret;
+	ret = mnt_update_set_fs(upd, 0, target, NULL);
+	if (!ret)
+		ret = mnt_update_table(upd, NULL);
+	mnt_free_update(upd);
+	return ret < 0 ? ret : 0;
 }
 
 int cli_refuse_mounted(const char *cmd, const char *path)

@@ -95,6 +95,8 @@ static const struct fuse_opt mount_opts[] = {
 	/* The tools find a mount by its source and type: they are ours. */
 	FUSE_OPT_KEY("fsname=", MOUNT_KEY_OWN),
 	FUSE_OPT_KEY("subtype=", MOUNT_KEY_OWN),
+	/* Ours too, in libmount's utab (cli_utab_note()); mount(8) passes it. */
+	FUSE_OPT_KEY("helper=zonefuse", MOUNT_KEY_DISCARD),
 	/*
 	 * mount(8) and fstab options that mean nothing to a FUSE mount, as
 	 * mount.fuse3 drops them (and libmount keeps from helpers: x-* and
@@ -379,6 +381,7 @@ static int mount_main(const char *spec, const char *dir,
 	const char *dev = spec, *tr;
 	struct fsfind_tag tag;
 	char *found = NULL;
+	bool utab = false;
 	char err[512] = "", *fsname = NULL, real[PATH_MAX], dir_real[PATH_MAX];
 	struct zfs *fs = NULL;
 	struct stat st;
@@ -541,6 +544,16 @@ static int mount_main(const char *spec, const char *dir,
 		close(loop_fd); /* the mount holds it now */
 		loop_fd = -1;
 	}
+	/* So that umount waits for this daemon (umount.zonefuse). */
+	if (geteuid() == 0) {
+		i = cli_utab_note(real, dir_real,
+				  cfg.blkdev ? "fuseblk.zonefuse" : "fuse.zonefuse");
+		if (i)
+			zlog_warn("%s: cannot record the mount in libmount's utab (%s): umount %s will return before this daemon has written everything back",
+				  dir, strerror(-i), dir);
+		else
+			utab = true;
+	}
 	if (xp_attach(xp)) {
 		cli_error("mount", "%s: cannot take over the FUSE session's I/O", dir);
 		goto out_unmount;
@@ -575,6 +588,12 @@ static int mount_main(const char *spec, const char *dir,
 	fuse_loop_cfg_destroy(loop);
 out_unmount:
 	fuse_session_unmount(se);
+	/*
+	 * Before the device is let go: a mount of it on the same directory,
+	 * waiting for it, then records itself after this is dropped.
+	 */
+	if (utab)
+		cli_utab_drop(dir_real);
 out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:

@@ -27,6 +27,8 @@
 #   mount.fuse.zonefuse, with their exit codes, -s and -f; UUID= and LABEL=
 #   malformed (exit 1) and of an image (not found, 32); an fstab file
 #   mounted by mount -a -T twice, the second skipping what is mounted;
+# - umount returns only once the daemon has written back 150 MiB it staged
+#   and exited (umount.zonefuse), for each way of mounting;
 # - zonefuse label: set, read back, refused while mounted on a mount point
 #   with a space (mountinfo's "\040"), which the message names.
 set -uo pipefail
@@ -57,7 +59,8 @@ meson install -C "$ZONEFUSE_BUILD_ROOT" --no-rebuild --destdir "$root" >"$E2E_WO
 sbin=$(dirname "$(find "$root" -name zonefuse -type f | head -n 1)")
 Z=$sbin/zonefuse
 [ -x "$Z" ] || e2e_die "meson install put no zonefuse binary under $root"
-helpers=(mkfs.zonefuse fsck.zonefuse fsck.fuse.zonefuse mount.zonefuse mount.fuse.zonefuse)
+helpers=(mkfs.zonefuse fsck.zonefuse fsck.fuse.zonefuse mount.zonefuse mount.fuse.zonefuse
+	umount.zonefuse umount.fuse.zonefuse umount.fuseblk.zonefuse)
 for h in "${helpers[@]}"; do
 	[ "$(readlink "$sbin/$h")" = zonefuse ] ||
 		e2e_fail "$sbin/$h is not the symlink to zonefuse that meson install should make"
@@ -70,6 +73,10 @@ mount -t overlay zonefuse-tools -o "lowerdir=$sbin:$real_sbin" "$real_sbin" ||
 	e2e_skip "cannot mount an overlay of $sbin over $real_sbin in the test's namespace (overlayfs)"
 [ "$(readlink -f /sbin/mount.zonefuse)" = "$real_sbin/zonefuse" ] && cmp -s /sbin/zonefuse "$Z" ||
 	e2e_die "/sbin/mount.zonefuse is not the zonefuse just installed after the overlay"
+# libmount's utab (/run/mount/utab), which the mounts write to, private to
+# the namespace as well.
+mkdir -p /run/mount && mount -t tmpfs zonefuse-tools-utab /run/mount ||
+	e2e_skip "cannot mount a tmpfs on /run/mount in the test's namespace"
 
 # The offset of device byte 0 in an emulator image (its header's data_off).
 data_off()
@@ -419,6 +426,69 @@ esac
 [ "$(findmnt -n --mountpoint "$mnt" | wc -l)" -eq 1 ] || e2e_fail "$mnt is mounted more than once after the second mount -a"
 e2e_umount "$img" "$mnt"
 e2e_umount "$img2" "$mnt2"
+
+# ---- umount(8) waits for the daemon ----------------------------------------
+
+# Write $2 MiB into $1 through a read-write descriptor (staged in the
+# daemon's DRAM, not written around it as a write-only one is), no fsync.
+stage_mib()
+{
+	/usr/bin/python3 - "$1" "$2" <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+block = os.urandom(1 << 20)
+for _ in range(int(sys.argv[2])):
+    os.write(fd, block)
+os.close(fd)
+PY
+}
+
+# Is image $1 free: no daemon of it left, and nothing holding its lock?
+image_free()
+{
+	[ -z "$(e2e_daemon_pids "$1")" ] && flock -n -x "$1" true
+}
+
+e2e_log "umount returns once the daemon has written back what it staged and exited (umount.zonefuse, run for helper=zonefuse in utab)"
+img=$E2E_WORK/wait.img
+mnt=$E2E_WORK/mnt-wait
+fresh "$img"
+mkdir -p "$mnt"
+e2e_track "$img" "$mnt"
+for how in "zonefuse mount" "mount -t zonefuse" "zonefuse mount -o blkdev"; do
+	case $how in
+	"zonefuse mount") "$Z" mount "$img" "$mnt" -o stage_mb=256,commit=60 ;;
+	"mount -t zonefuse") mount -t zonefuse -o stage_mb=256,commit=60 "$img" "$mnt" ;;
+	*) "$Z" mount "$img" "$mnt" -o blkdev,stage_mb=256,commit=60 ;;
+	esac || e2e_die "$how $img $mnt failed"
+	grep -q "OPTS=helper=zonefuse" /run/mount/utab ||
+		e2e_fail "$how: no helper=zonefuse in libmount's utab: $(cat /run/mount/utab 2>&1)"
+	stage_mib "$mnt/staged" 150 || e2e_die "writing 150 MiB to $mnt failed"
+	expect_rc 0 "umount after $how" umount "$mnt"
+	# Checked at once: umount must not have returned before the daemon.
+	image_free "$img" || e2e_fail "$how: umount returned while the daemon of $img still ran (pids $(e2e_daemon_pids "$img" | tr '\n' ' '))"
+	e2e_wait_daemon_gone "$img" 60 || e2e_die "the daemon of $img did not exit after umount"
+	grep -q "$mnt" /run/mount/utab 2>/dev/null && e2e_fail "$how: the utab entry of $mnt outlived the umount"
+	expect_rc 0 "fsck.zonefuse -n after umount of $how" fsck.zonefuse -n "$img"
+done
+# The same without the helper (umount -i): the kernel does not wait for a
+# FUSE daemon. Only logged: how long writing back takes is the machine's.
+"$Z" mount "$img" "$mnt" -o stage_mb=256,commit=60 || e2e_die "zonefuse mount $img $mnt failed"
+stage_mib "$mnt/staged" 150 || e2e_die "writing 150 MiB to $mnt failed"
+umount -i "$mnt" || e2e_die "umount -i $mnt failed"
+if image_free "$img"; then
+	e2e_log "umount -i (no helper): the daemon had already finished"
+else
+	e2e_log "umount -i (no helper): the daemon was still writing when umount returned, as the helper prevents"
+fi
+e2e_wait_daemon_gone "$img" 60 || e2e_die "the daemon of $img did not exit after umount -i"
+expect_rc 1 "umount.zonefuse without DIR" umount.zonefuse
+expect_rc 1 "umount.zonefuse -r" umount.zonefuse "$mnt" -r
+expect_rc 32 "umount.zonefuse of a directory that is no zonefuse mount" umount.zonefuse "$E2E_WORK"
+"$Z" mount "$img" "$mnt" || e2e_die "zonefuse mount $img $mnt failed"
+expect_rc 0 "umount -l" umount -l "$mnt"
+mountpoint -q "$mnt" && e2e_fail "umount -l left $mnt mounted"
+e2e_wait_daemon_gone "$img" 60 || e2e_die "the daemon of $img did not exit after umount -l"
 
 # ---- label -----------------------------------------------------------------
 

@@ -44,7 +44,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$here/lib.sh"
 
-e2e_begin "fsck(8), mkfs(8) and mount(8) run the installed helpers with their flags and exit codes; mkfs refuses other file systems' signatures; mount refuses unknown options untouched; fstab and mount -a; -V everywhere; label"
+e2e_begin "fsck(8), mkfs(8), mount(8) and umount(8) run the installed helpers with their flags and exit codes; mkfs refuses other file systems' signatures; mount refuses unknown options untouched; fstab and mount -a; umount waits for the daemon; -V everywhere; label"
 e2e_need fsck util-linux
 e2e_need mkfs util-linux
 e2e_need blkid util-linux

@@ -69,8 +69,8 @@ bool fsfind_match(const struct fsfind_tag *t, const struct zfs_ident *id)
 	}
 }
 
-int fsfind_pick(const struct fsfind_tag *t, const char *const *cands,
-		size_t n, char **path, char *err, size_t errlen)
+int fsfind_pick(const struct fsfind_tag *t, const char *const *cands, size_t n,
+		char **path, char *err, size_t errlen)
 {
 	const char *found = NULL;
 	const char *name = t->kind == FSFIND_UUID ? "UUID" : "LABEL";
@@ -192,7 +192,8 @@ int fsfind_resolve(const char *spec, char **path, char *err, size_t errlen)
 	 */
 	dev = blkid_evaluate_tag(t.kind == FSFIND_UUID ? "UUID" : "LABEL",
 				 t.value, NULL);
-	if (dev && !zfs_read_ident(dev, &id, NULL, 0) && fsfind_match(&t, &id)) {
+	if (dev && !zfs_read_ident(dev, &id, NULL, 0) &&
+	    fsfind_match(&t, &id)) {
 		*path = dev;
 		return 0;
 	}

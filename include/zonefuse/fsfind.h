@@ -49,8 +49,8 @@ bool fsfind_match(const struct fsfind_tag *t, const struct zfs_ident *id);
  * none carries it, -ENOTUNIQ (naming two) when more than one does,
  * -ENOMEM; @err says which.
  */
-int fsfind_pick(const struct fsfind_tag *t, const char *const *cands,
-		size_t n, char **path, char *err, size_t errlen);
+int fsfind_pick(const struct fsfind_tag *t, const char *const *cands, size_t n,
+		char **path, char *err, size_t errlen);
 
 /*
  * The device @spec names, into *@path (malloc'ed): @spec itself when it is

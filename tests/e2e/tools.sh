@@ -71,12 +71,14 @@ export PATH="$sbin:$PATH"
 real_sbin=$(readlink -f /sbin)
 mount -t overlay zonefuse-tools -o "lowerdir=$sbin:$real_sbin" "$real_sbin" ||
 	e2e_skip "cannot mount an overlay of $sbin over $real_sbin in the test's namespace (overlayfs)"
-[ "$(readlink -f /sbin/mount.zonefuse)" = "$real_sbin/zonefuse" ] && cmp -s /sbin/zonefuse "$Z" ||
+if [ "$(readlink -f /sbin/mount.zonefuse)" != "$real_sbin/zonefuse" ] || ! cmp -s /sbin/zonefuse "$Z"; then
 	e2e_die "/sbin/mount.zonefuse is not the zonefuse just installed after the overlay"
+fi
 # libmount's utab (/run/mount/utab), which the mounts write to, private to
 # the namespace as well.
-mkdir -p /run/mount && mount -t tmpfs zonefuse-tools-utab /run/mount ||
+if ! mkdir -p /run/mount || ! mount -t tmpfs zonefuse-tools-utab /run/mount; then
 	e2e_skip "cannot mount a tmpfs on /run/mount in the test's namespace"
+fi
 
 # The offset of device byte 0 in an emulator image (its header's data_off).
 data_off()

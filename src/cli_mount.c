@@ -544,8 +544,13 @@ static int mount_main(const char *spec, const char *dir,
 		close(loop_fd); /* the mount holds it now */
 		loop_fd = -1;
 	}
-	/* So that umount waits for this daemon (umount.zonefuse). */
+	/*
+	 * So that umount waits for this daemon (umount.zonefuse). What utab
+	 * still says of this directory is of a mount gone without a word (a
+	 * daemon killed with -9, then fusermount3 -u): dropped first.
+	 */
 	if (geteuid() == 0) {
+		cli_utab_drop(dir_real);
 		i = cli_utab_note(real, dir_real,
 				  cfg.blkdev ? "fuseblk.zonefuse" : "fuse.zonefuse");
 		if (i)

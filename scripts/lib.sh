@@ -6,7 +6,7 @@
 
 # The Debian 12 packages that building zonefuse needs.
 ZF_BUILD_PKGS=(gcc pkg-config meson ninja-build libfuse3-dev fuse3
-	libzbd-dev liburing-dev libblkid-dev libjansson-dev check)
+	libzbd-dev liburing-dev libblkid-dev libmount-dev libjansson-dev check)
 # What running and testing it needs on top (setfattr/getfattr, blkzone
 # tools, the format check and the script lint, fuser to name what holds a
 # busy mount, PyTorch and NumPy for the training workloads of tests/train,

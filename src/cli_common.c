@@ -95,32 +95,124 @@ int cli_json_finding(json_t *list, const struct zfs_finding *f)
 	return zjson_set_str(o, "text", f->text);
 }
 
+int cli_loop_backing(const char *dev, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	size_t n;
+	FILE *f;
+
+	if (strncmp(dev, "/dev/loop", 9) || strchr(dev + 9, '/'))
+		return -ENOENT;
+	snprintf(path, sizeof(path), "/sys/block/%s/loop/backing_file",
+		 dev + 5);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	n = fgets(buf, (int)len, f) ? strlen(buf) : 0;
+	fclose(f);
+	if (n && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	return n ? 0 : -ENOENT;
+}
+
+struct libmnt_table *cli_mount_table(void)
+{
+	return mnt_new_table_from_file("/proc/self/mountinfo");
+}
+
+bool cli_is_zonefuse_type(const char *type)
+{
+	return type && (!strcmp(type, "fuse.zonefuse") ||
+			!strcmp(type, "fuseblk.zonefuse"));
+}
+
 /*
- * The mount point of a zonefuse mount of @path, from mountinfo (the mount
- * shows the device's absolute path as its source), or NULL.
+ * The mount point of a zonefuse mount of @path, or NULL. A mount shows
+ * the device's absolute path as its source (the daemon's fsname=), or,
+ * mounted with -o blkdev over an image, the loop device standing for it.
+ * libmount reads mountinfo and undoes its escapes ("\040" for a space).
  */
 char *cli_mounted_on(const char *path)
 {
-	char real[PATH_MAX], line[8192], *dir = NULL;
-	FILE *f;
+	char real[PATH_MAX], backing[PATH_MAX];
+	struct libmnt_table *tb;
+	struct libmnt_iter *itr;
+	struct libmnt_fs *fs;
+	char *dir = NULL;
 
 	if (!realpath(path, real))
 		return NULL;
-	f = fopen("/proc/self/mountinfo", "r");
-	if (!f)
+	tb = cli_mount_table();
+	if (!tb)
 		return NULL;
-	while (!dir && fgets(line, sizeof(line), f)) {
-		char mnt[4096], type[256], src[4096];
-		char *sep = strstr(line, " - ");
+	itr = mnt_new_iter(MNT_ITER_FORWARD);
+	if (!itr)
+		goto out_table;
+	while (!dir && !mnt_table_next_fs(tb, itr, &fs)) {
+		const char *src = mnt_fs_get_source(fs);
 
-		if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 ||
-		    sscanf(sep + 3, "%255s %4095s", type, src) != 2)
+		if (!src || !cli_is_zonefuse_type(mnt_fs_get_fstype(fs)))
 			continue;
-		if (!strcmp(type, "fuse.zonefuse") && !strcmp(src, real))
-			dir = strdup(mnt);
+		if (!strcmp(src, real) ||
+		    (!cli_loop_backing(src, backing, sizeof(backing)) &&
+		     !strcmp(backing, real)))
+			dir = strdup(mnt_fs_get_target(fs));
 	}
-	fclose(f);
+	mnt_free_iter(itr);
+out_table:
+	mnt_unref_table(tb);
 	return dir;
+}
+
+/*
+ * libmount keeps the userspace options of a mount (the ones the kernel
+ * does not take) in its utab (/run/mount/utab), merged with mountinfo when
+ * it reads the mount table. umount(8) reads them back; as root and for a
+ * mount with none, it takes the mount's type from statfs(2) instead,
+ * which says "fuse" without the subtype, and looks for umount.fuse: no
+ * zonefuse helper would run. helper=zonefuse (mount(8): "the umount(8)
+ * command calls /sbin/umount.TYPE for this mount, even for root") is what
+ * makes it run umount.zonefuse.
+ */
+int cli_utab_note(const char *src, const char *target, const char *type)
+{
+	struct libmnt_update *upd = mnt_new_update();
+	struct libmnt_fs *fs = mnt_new_fs();
+	int ret = -ENOMEM;
+
+	if (!upd || !fs)
+		goto out_free;
+	ret = mnt_fs_set_source(fs, src);
+	if (!ret)
+		ret = mnt_fs_set_target(fs, target);
+	if (!ret)
+		ret = mnt_fs_set_fstype(fs, type);
+	if (!ret)
+		ret = mnt_fs_set_options(fs, CLI_UTAB_OPTS);
+	if (!ret)
+		ret = mnt_update_set_fs(upd, 0, NULL, fs);
+	if (!ret)
+		ret = mnt_update_table(upd, NULL);
+	else if (ret > 0)
+		ret = -ENOTSUP; /* libmount keeps no utab here */
+out_free:
+	mnt_free_update(upd);
+	mnt_unref_fs(fs);
+	return ret;
+}
+
+int cli_utab_drop(const char *target)
+{
+	struct libmnt_update *upd = mnt_new_update();
+	int ret = -ENOMEM;
+
+	if (!upd)
+		return ret;
+	ret = mnt_update_set_fs(upd, 0, target, NULL);
+	if (!ret)
+		ret = mnt_update_table(upd, NULL);
+	mnt_free_update(upd);
+	return ret < 0 ? ret : 0;
 }
 
 int cli_refuse_mounted(const char *cmd, const char *path)
@@ -129,8 +221,13 @@ int cli_refuse_mounted(const char *cmd, const char *path)
 
 	if (!dir)
 		return 0;
-	cli_error(cmd, "%s is mounted on %s: unmount it first (umount %s)",
-		  path, dir, dir);
+	/* Quoted for the shell when it has to be: a mount point may hold spaces. */
+	if (dir[strcspn(dir, " \t\n'\"\\$`!*?[]{}()<>;&|#~")])
+		cli_error(cmd, "%s is mounted on %s: unmount it first (umount '%s')",
+			  path, dir, dir);
+	else
+		cli_error(cmd, "%s is mounted on %s: unmount it first (umount %s)",
+			  path, dir, dir);
 	free(dir);
 	return -EBUSY;
 }

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -19,11 +20,13 @@
 #include <linux/loop.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "fuse_ll.h"
 #include "xport.h"
+#include "zonefuse/fsfind.h"
 #include "zonefuse/util.h"
 #include "zonefuse/zfs.h"
 
@@ -47,14 +50,18 @@ struct mount_cfg {
 	int ro, debug, foreground, help, version;
 	int shared; /* allow_other or allow_root */
 	int blkdev; /* a fuseblk mount: sync(1) and umount reach the daemon */
+	char *refused; /* options neither zonefuse nor libfuse takes, "a,b" */
+	char *own;     /* options zonefuse sets itself and refuses, "a,b" */
 };
 
 enum {
 	MOUNT_KEY_RO,
+	MOUNT_KEY_RW,
 	MOUNT_KEY_BLKDEV,
 	MOUNT_KEY_DISCARD,
 	MOUNT_KEY_FG,
 	MOUNT_KEY_SHARED,
+	MOUNT_KEY_OWN,
 	MOUNT_KEY_NUM, /* + the field's offset in struct mount_cfg */
 };
 
@@ -79,12 +86,22 @@ static const struct fuse_opt mount_opts[] = {
 	MOUNT_OPT("-V", version),
 	MOUNT_OPT("--version", version),
 	FUSE_OPT_KEY("ro", MOUNT_KEY_RO),
+	FUSE_OPT_KEY("rw", MOUNT_KEY_RW),
 	FUSE_OPT_KEY("blkdev", MOUNT_KEY_BLKDEV),
 	FUSE_OPT_KEY("-f", MOUNT_KEY_FG),
 	FUSE_OPT_KEY("-d", MOUNT_KEY_FG),
 	FUSE_OPT_KEY("allow_other", MOUNT_KEY_SHARED),
 	FUSE_OPT_KEY("allow_root", MOUNT_KEY_SHARED),
-	/* mount(8) and fstab options that mean nothing to a FUSE mount. */
+	/* The tools find a mount by its source and type: they are ours. */
+	FUSE_OPT_KEY("fsname=", MOUNT_KEY_OWN),
+	FUSE_OPT_KEY("subtype=", MOUNT_KEY_OWN),
+	/* Ours too, in libmount's utab (cli_utab_note()); mount(8) passes it. */
+	FUSE_OPT_KEY("helper=zonefuse", MOUNT_KEY_DISCARD),
+	/*
+	 * mount(8) and fstab options that mean nothing to a FUSE mount, as
+	 * mount.fuse3 drops them (and libmount keeps from helpers: x-* and
+	 * comment=, taken in mount_opt_proc(), when given by hand).
+	 */
 	FUSE_OPT_KEY("_netdev", MOUNT_KEY_DISCARD),
 	FUSE_OPT_KEY("nofail", MOUNT_KEY_DISCARD),
 	FUSE_OPT_KEY("auto", MOUNT_KEY_DISCARD),
@@ -93,8 +110,64 @@ static const struct fuse_opt mount_opts[] = {
 	FUSE_OPT_KEY("user", MOUNT_KEY_DISCARD),
 	FUSE_OPT_KEY("users", MOUNT_KEY_DISCARD),
 	FUSE_OPT_KEY("nouser", MOUNT_KEY_DISCARD),
+	FUSE_OPT_KEY("owner", MOUNT_KEY_DISCARD),
+	FUSE_OPT_KEY("noowner", MOUNT_KEY_DISCARD),
+	FUSE_OPT_KEY("group", MOUNT_KEY_DISCARD),
+	FUSE_OPT_KEY("nogroup", MOUNT_KEY_DISCARD),
+	FUSE_OPT_KEY("comment=", MOUNT_KEY_DISCARD),
+	/*
+	 * The atime flags libfuse 3.14 does not know (it takes atime and
+	 * noatime). The kernel leaves a FUSE mount's atimes to the daemon,
+	 * which keeps them as relatime does whatever these say.
+	 */
+	FUSE_OPT_KEY("relatime", MOUNT_KEY_DISCARD),
+	FUSE_OPT_KEY("norelatime", MOUNT_KEY_DISCARD),
+	FUSE_OPT_KEY("strictatime", MOUNT_KEY_DISCARD),
+	FUSE_OPT_KEY("nostrictatime", MOUNT_KEY_DISCARD),
+	FUSE_OPT_KEY("lazytime", MOUNT_KEY_DISCARD),
+	FUSE_OPT_KEY("nolazytime", MOUNT_KEY_DISCARD),
+	FUSE_OPT_KEY("diratime", MOUNT_KEY_DISCARD),
+	FUSE_OPT_KEY("nodiratime", MOUNT_KEY_DISCARD),
 	FUSE_OPT_END
 };
+
+static void mount_log_quiet(enum fuse_log_level level, const char *fmt,
+			    va_list ap)
+{
+	(void)level;
+	(void)fmt;
+	(void)ap;
+}
+
+/*
+ * Does libfuse take @opt (an -o option, or an argument such as "-s")?
+ * libfuse is the authority on its own options, but it looks at them only
+ * in fuse_session_new(), which needs the device's path (fsname=) and
+ * comes after the journal was replayed. A session made with @opt alone
+ * and dropped at once asks it before anything touches the device. Its
+ * complaint is kept quiet: the caller names every refused option at once.
+ */
+static bool mount_fuse_takes(const char *opt)
+{
+	static const struct fuse_lowlevel_ops no_ops;
+	char *argv[] = { "zonefuse", "-o", (char *)opt, NULL };
+	struct fuse_args a = FUSE_ARGS_INIT(3, argv);
+	struct fuse_session *se;
+
+	if (opt[0] == '-') {
+		argv[1] = (char *)opt;
+		argv[2] = NULL;
+		a.argc = 2;
+	}
+	fuse_set_log_func(mount_log_quiet);
+	se = fuse_session_new(&a, &no_ops, sizeof(no_ops), NULL);
+	fuse_set_log_func(NULL);
+	fuse_opt_free_args(&a);
+	if (!se)
+		return false;
+	fuse_session_destroy(se);
+	return true;
+}
 
 static int mount_opt_proc(void *data, const char *arg, int key,
 			  struct fuse_args *outargs)
@@ -114,6 +187,9 @@ static int mount_opt_proc(void *data, const char *arg, int key,
 	case MOUNT_KEY_RO:
 		c->ro = 1;
 		return 1; /* the kernel needs it too */
+	case MOUNT_KEY_RW:
+		c->ro = 0; /* the last one counts, as for mount(8) */
+		return 1;
 	case MOUNT_KEY_BLKDEV:
 		c->blkdev = 1;
 		return 1; /* libfuse's: it mounts type fuseblk */
@@ -125,6 +201,15 @@ static int mount_opt_proc(void *data, const char *arg, int key,
 		return 1; /* for FUSE */
 	case MOUNT_KEY_DISCARD:
 		return 0;
+	case MOUNT_KEY_OWN:
+		return fuse_opt_add_opt(&c->own, arg) ? -1 : 0;
+	case FUSE_OPT_KEY_OPT:
+		/* Userspace options of fstab (x-systemd.automount, X-mount.mkdir) */
+		if (!strncmp(arg, "x-", 2) || !strncmp(arg, "X-", 2))
+			return 0;
+		if (mount_fuse_takes(arg))
+			return 1;
+		return fuse_opt_add_opt(&c->refused, arg) ? -1 : 0;
 	default:
 		return 1;
 	}
@@ -155,54 +240,50 @@ static void mount_usage(FILE *f)
 		"                         wait for the daemon to make everything durable; an\n"
 		"                         image gets a loop device to stand for it\n"
 		"  -o debug               log every operation\n"
-		"Other -o options are FUSE's (see mount.fuse3(8)).\n");
-}
-
-/* "\ooo" at @s: how mountinfo writes a space, tab, newline or backslash. */
-static bool mount_is_octal(const char *s)
-{
-	return s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
-	       s[2] <= '7' && s[3] >= '0' && s[3] <= '7';
+		"Other -o options are FUSE's (see mount.fuse3(8)): rw, nodev, nosuid,\n"
+		"noexec, ... go to the kernel. mount(8)'s and fstab's generic options\n"
+		"(defaults, auto, noauto, nofail, user, users, _netdev, x-*, comment=,\n"
+		"relatime, ...) are taken and mean nothing here. An unknown option is\n"
+		"refused before DEVICE is opened.\n"
+		"DEVICE may be UUID=... or LABEL=... of a zoned block device (an image is\n"
+		"named by its path).\n"
+		"Exit status (mount(8)'s): 0 mounted, 1 a usage error, 32 the mount failed.\n");
 }
 
 /*
  * The FUSE mount's bdi, "MAJ:MIN", from the last mount on @dir (a real
- * path) in /proc/self/mountinfo: the daemon cannot stat its own mount
- * before it has answered INIT.
+ * path) in mountinfo: the daemon cannot stat its own mount before it has
+ * answered INIT. libmount undoes mountinfo's escapes ("\040").
  */
 static int mount_bdi(const char *dir, char *bdi, size_t len)
 {
-	char line[2 * PATH_MAX], dev[32], point[PATH_MAX], *dash;
-	FILE *f = fopen("/proc/self/mountinfo", "re");
+	struct libmnt_table *tb = cli_mount_table();
+	struct libmnt_iter *itr;
+	struct libmnt_fs *fs;
 	int ret = -ENOENT;
 
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		char *r, *w;
-
-		if (sscanf(line, "%*u %*u %31s %*s %4095s", dev, point) != 2)
-			continue;
-		dash = strstr(line, " - ");
-		if (!dash || strncmp(dash + 3, "fuse", 4))
-			continue;
-		/* Octal escapes: "\040" is a space in a path. */
-		for (r = w = point; *r; w++) {
-			if (mount_is_octal(r)) {
-				*w = (char)((r[1] - '0') << 6 |
-					    (r[2] - '0') << 3 | (r[3] - '0'));
-				r += 4;
-			} else {
-				*w = *r++;
-			}
-		}
-		*w = '\0';
-		if (strcmp(point, dir))
-			continue;
-		snprintf(bdi, len, "%s", dev);
-		ret = 0;
+	if (!tb)
+		return errno ? -errno : -ENOMEM;
+	itr = mnt_new_iter(MNT_ITER_BACKWARD);
+	if (!itr) {
+		ret = -ENOMEM;
+		goto out_table;
 	}
-	fclose(f);
+	while (!mnt_table_next_fs(tb, itr, &fs)) {
+		const char *type = mnt_fs_get_fstype(fs);
+		const char *target = mnt_fs_get_target(fs);
+		dev_t devno = mnt_fs_get_devno(fs);
+
+		if (!type || strncmp(type, "fuse", 4) || !target ||
+		    strcmp(target, dir))
+			continue;
+		snprintf(bdi, len, "%u:%u", major(devno), minor(devno));
+		ret = 0;
+		break;
+	}
+	mnt_free_iter(itr);
+out_table:
+	mnt_unref_table(tb);
 	return ret;
 }
 
@@ -278,9 +359,16 @@ out_ctl:
 	return ret;
 }
 
-int cli_mount(int argc, char **argv)
+/*
+ * Mount @spec on @dir with the options in @args (argv[0] and options,
+ * parsed here). Every check that can refuse the mount on its words alone
+ * (options, DIR, the device already mounted) comes before the device is
+ * opened: a refused mount leaves it byte for byte as it was. Returns the
+ * exit status: 0, CLI_MOUNT_EX_USAGE or CLI_MOUNT_EX_FAIL.
+ */
+static int mount_main(const char *spec, const char *dir,
+		      struct fuse_args *args, unsigned int flags)
 {
-	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *loop = NULL;
 	struct mount_cfg cfg = { .readahead_kb = MOUNT_DEFAULT_RA_KB };
 	struct fs_ll ll = { 0 };
@@ -290,26 +378,16 @@ int cli_mount(int argc, char **argv)
 	int loop_fd = -1;
 	enum xp_choice xc = XP_AUTO;
 	struct xp *xp = NULL;
-	const char *dev = NULL, *dir = NULL, *tr;
+	const char *dev = spec, *tr;
+	struct fsfind_tag tag;
+	char *found = NULL;
+	bool utab = false;
 	char err[512] = "", *fsname = NULL, real[PATH_MAX], dir_real[PATH_MAX];
 	struct zfs *fs = NULL;
 	struct stat st;
-	int i, ret = 1;
+	int i, ret = CLI_MOUNT_EX_USAGE;
 
-	/* Positional DEVICE and DIR; everything else is an option. */
-	fuse_opt_add_arg(&args, "zonefuse");
-	for (i = 1; i < argc; i++) {
-		if (argv[i][0] != '-' && !dev) {
-			dev = argv[i];
-		} else if (argv[i][0] != '-' && !dir) {
-			dir = argv[i];
-		} else {
-			fuse_opt_add_arg(&args, argv[i]);
-			if (!strcmp(argv[i], "-o") && i + 1 < argc)
-				fuse_opt_add_arg(&args, argv[++i]);
-		}
-	}
-	if (fuse_opt_parse(&args, &cfg, mount_opts, mount_opt_proc) < 0) {
+	if (fuse_opt_parse(args, &cfg, mount_opts, mount_opt_proc) < 0) {
 		cli_error("mount", "bad options (see zonefuse mount --help)");
 		goto out_args;
 	}
@@ -319,44 +397,78 @@ int cli_mount(int argc, char **argv)
 		goto out_args;
 	}
 	if (cfg.version) {
-		printf("zonefuse %s\n", ZONEFUSE_VERSION);
-		ret = 0;
+		ret = cli_version();
 		goto out_args;
 	}
-	if (!dev || !dir) {
+	if (cfg.own) {
+		cli_error("mount", "-o %s: zonefuse sets the mount's source (the device's path) and type itself, by which mount(8) and the tools find it; leave it out",
+			  cfg.own);
+		goto out_args;
+	}
+	if (cfg.refused && (flags & CLI_MOUNT_SLOPPY)) {
+		zlog_warn("mount: ignoring the unknown option(s) %s (sloppy: -s)",
+			  cfg.refused);
+	} else if (cfg.refused) {
+		cli_error("mount", "unknown option(s) %s: nothing was mounted and %s was not opened (see zonefuse mount --help)",
+			  cfg.refused, spec ? spec : "the device");
+		goto out_args;
+	}
+	if (!spec || !dir) {
 		cli_error("mount", "expected DEVICE and DIR");
 		mount_usage(stderr);
-		ret = CLI_EXIT_USAGE;
-		goto out_args;
-	}
-	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
-	    !realpath(dir, dir_real)) {
-		cli_error("mount", "%s: not a directory to mount on", dir);
 		goto out_args;
 	}
 	if (cfg.readahead_kb > MOUNT_MAX_RA_KB) {
 		cli_error("mount", "readahead_kb=%u: at most %u",
 			  cfg.readahead_kb, MOUNT_MAX_RA_KB);
-		ret = CLI_EXIT_USAGE;
 		goto out_args;
 	}
 	tr = cfg.transport ? cfg.transport : getenv("ZONEFUSE_TRANSPORT");
 	if (tr && *tr && xp_parse(tr, &xc)) {
 		cli_error("mount", "transport=%s: expected auto, uring or dev", tr);
-		ret = CLI_EXIT_USAGE;
+		goto out_args;
+	}
+	if (fsfind_parse(spec, &tag, err, sizeof(err))) {
+		cli_error("mount", "%s", err);
+		goto out_args;
+	}
+	ret = CLI_MOUNT_EX_FAIL;
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
+	    !realpath(dir, dir_real)) {
+		cli_error("mount", "%s: not a directory to mount on", dir);
 		goto out_args;
 	}
 	if (cfg.debug)
 		zlog_set_level(ZLOG_DEBUG);
+	/* UUID= and LABEL= (docs/usage.md): the device that holds it. */
+	i = fsfind_resolve(spec, &found, err, sizeof(err));
+	if (i) {
+		cli_error("mount", "%s", err[0] ? err : strerror(-i));
+		goto out_args;
+	}
+	err[0] = '\0';
+	dev = found;
 	if (cli_refuse_mounted("mount", dev))
 		goto out_args;
 
 	/*
 	 * Show as "DEVICE on DIR type fuse.zonefuse" in mount(8), with the
-	 * device's absolute path: the tools find mounts by it.
+	 * device's absolute path: the tools find mounts by it, and so does
+	 * mount -a, which skips an fstab line whose source and target are
+	 * mounted already (it compares canonical paths).
 	 */
 	if (!realpath(dev, real)) {
 		cli_error("mount", "%s: %s", dev, strerror(errno));
+		goto out_args;
+	}
+	if (flags & CLI_MOUNT_VERBOSE)
+		printf("zonefuse mount: %s%s%s on %s%s\n",
+		       tag.kind == FSFIND_PATH ? "" : spec,
+		       tag.kind == FSFIND_PATH ? "" : " is ", real, dir_real,
+		       flags & CLI_MOUNT_FAKE ? " (fake: not mounted)" : "");
+	fflush(stdout); /* the parent leaves through _exit() when it forks */
+	if (flags & CLI_MOUNT_FAKE) {
+		ret = 0;
 		goto out_args;
 	}
 	if (cfg.blkdev && stat(real, &st) == 0 && !S_ISBLK(st.st_mode)) {
@@ -383,14 +495,14 @@ int cli_mount(int argc, char **argv)
 		e = q;
 	}
 	strcat(fsname, ",subtype=zonefuse");
-	fuse_opt_add_arg(&args, fsname);
+	fuse_opt_add_arg(args, fsname);
 	/*
 	 * A mount other users may enter has the kernel check permissions
 	 * on every access, cached names included (docs/design.md,
 	 * "Permissions"); a private one has one user and the daemon's checks.
 	 */
 	if (cfg.shared)
-		fuse_opt_add_arg(&args, "-odefault_permissions");
+		fuse_opt_add_arg(args, "-odefault_permissions");
 
 	zo.rdonly = cfg.ro;
 	zo.commit_ms = cfg.commit ? cfg.commit * 1000u : 0;
@@ -401,15 +513,16 @@ int cli_mount(int argc, char **argv)
 	ret = zfs_mount(dev, &zo, &fs, err, sizeof(err));
 	if (ret) {
 		cli_error("mount", "%s", err[0] ? err : strerror(-ret));
-		ret = 1;
+		ret = CLI_MOUNT_EX_FAIL;
 		goto out_args;
 	}
-	ret = 1;
+	ret = CLI_MOUNT_EX_FAIL;
 	ll.fs = fs;
 	ll.readahead = cfg.readahead_kb << 10;
-	se = fuse_session_new(&args, &fs_ll_ops, sizeof(fs_ll_ops), &ll);
+	se = fuse_session_new(args, &fs_ll_ops, sizeof(fs_ll_ops), &ll);
 	if (!se) {
-		cli_error("mount", "cannot start the FUSE session (an unknown -o option?)");
+		/* The options were checked: no memory, or a libfuse bug. */
+		cli_error("mount", "cannot start the FUSE session");
 		goto out_fs;
 	}
 	i = xp_create(se, fs, xc, &xp, err, sizeof(err));
@@ -431,6 +544,21 @@ int cli_mount(int argc, char **argv)
 		close(loop_fd); /* the mount holds it now */
 		loop_fd = -1;
 	}
+	/*
+	 * So that umount waits for this daemon (umount.zonefuse). What utab
+	 * still says of this directory is of a mount gone without a word (a
+	 * daemon killed with -9, then fusermount3 -u): dropped first.
+	 */
+	if (geteuid() == 0) {
+		cli_utab_drop(dir_real);
+		i = cli_utab_note(real, dir_real,
+				  cfg.blkdev ? "fuseblk.zonefuse" : "fuse.zonefuse");
+		if (i)
+			zlog_warn("%s: cannot record the mount in libmount's utab (%s): umount %s will return before this daemon has written everything back",
+				  dir, strerror(-i), dir);
+		else
+			utab = true;
+	}
 	if (xp_attach(xp)) {
 		cli_error("mount", "%s: cannot take over the FUSE session's I/O", dir);
 		goto out_unmount;
@@ -449,7 +577,7 @@ int cli_mount(int argc, char **argv)
 	ret = zfs_start(fs);
 	if (ret) {
 		zlog_err("%s: cannot start threads: %s", dev, strerror(-ret));
-		ret = 1;
+		ret = CLI_MOUNT_EX_FAIL;
 		goto out_unmount;
 	}
 	zlog_info("%s mounted on %s%s", dev, dir, cfg.ro ? " (read-only)" : "");
@@ -460,10 +588,17 @@ int cli_mount(int argc, char **argv)
 	 * SIGTERM, SIGINT, SIGHUP): an asked-for stop, as umount is.
 	 */
 	ret = xp_loop(xp, loop);
-	ret = ret == SIGTERM || ret == SIGINT || ret == SIGHUP ? 0 : !!ret;
+	ret = ret == SIGTERM || ret == SIGINT || ret == SIGHUP ? 0 :
+	      ret ? CLI_MOUNT_EX_FAIL : 0;
 	fuse_loop_cfg_destroy(loop);
 out_unmount:
 	fuse_session_unmount(se);
+	/*
+	 * Before the device is let go: a mount of it on the same directory,
+	 * waiting for it, then records itself after this is dropped.
+	 */
+	if (utab)
+		cli_utab_drop(dir_real);
 out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
@@ -474,7 +609,7 @@ out_fs:
 	if (i) {
 		zlog_err("%s: unmount did not complete cleanly: %s; run `zonefuse fsck %s`",
 			 dev, strerror(-i), dev);
-		ret = 1;
+		ret = CLI_MOUNT_EX_FAIL;
 	} else if (se) {
 		zlog_info("%s unmounted cleanly", dev);
 	}
@@ -482,7 +617,56 @@ out_args:
 	if (loop_fd >= 0)
 		close(loop_fd);
 	free(cfg.transport);
+	free(cfg.refused);
+	free(cfg.own);
 	free(fsname);
+	free(found);
+	return ret;
+}
+
+int cli_mount(int argc, char **argv)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	const char *spec = NULL, *dir = NULL;
+	int i, ret;
+
+	/* Positional DEVICE and DIR; everything else is an option. */
+	if (fuse_opt_add_arg(&args, "zonefuse"))
+		return CLI_MOUNT_EX_FAIL;
+	for (i = 1; i < argc; i++) {
+		if (argv[i][0] != '-' && !spec) {
+			spec = argv[i];
+		} else if (argv[i][0] != '-' && !dir) {
+			dir = argv[i];
+		} else if (argv[i][0] != '-') {
+			cli_error("mount", "'%s': one DEVICE and one DIR only (see zonefuse mount --help)",
+				  argv[i]);
+			fuse_opt_free_args(&args);
+			return CLI_MOUNT_EX_USAGE;
+		} else {
+			fuse_opt_add_arg(&args, argv[i]);
+			if (!strcmp(argv[i], "-o") && i + 1 < argc)
+				fuse_opt_add_arg(&args, argv[++i]);
+		}
+	}
+	ret = mount_main(spec, dir, &args, 0);
+	fuse_opt_free_args(&args);
+	return ret;
+}
+
+int cli_mount_opts(const char *spec, const char *dir, const char *opts,
+		   unsigned int flags)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	int ret;
+
+	if (fuse_opt_add_arg(&args, "zonefuse") ||
+	    (opts && *opts && (fuse_opt_add_arg(&args, "-o") ||
+			       fuse_opt_add_arg(&args, opts)))) {
+		fuse_opt_free_args(&args);
+		return CLI_MOUNT_EX_FAIL;
+	}
+	ret = mount_main(spec, dir, &args, flags);
 	fuse_opt_free_args(&args);
 	return ret;
 }

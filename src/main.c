@@ -40,14 +40,26 @@ int main(int argc, char **argv)
 	size_t i;
 
 	/*
-	 * Installed as mkfs.zonefuse and fsck.zonefuse too, and as
-	 * fsck.fuse.zonefuse: fsck(8) looks for fsck.TYPE, and an fstab line
-	 * of a FUSE mount has the type fuse.zonefuse.
+	 * Installed as mkfs.zonefuse, fsck.zonefuse and mount.zonefuse too,
+	 * and as fsck.fuse.zonefuse, mount.fuse.zonefuse and the umount
+	 * helpers: util-linux looks for TOOL.TYPE, and an fstab line or a
+	 * mount of a FUSE file system has the type fuse.zonefuse.
 	 */
 	if (!strcmp(prog, "mkfs.zonefuse"))
 		return cli_mkfs(argc, argv);
 	if (!strcmp(prog, "fsck.zonefuse") || !strcmp(prog, "fsck.fuse.zonefuse"))
 		return cli_fsck(argc, argv);
+	if (!strcmp(prog, "mount.zonefuse") ||
+	    !strcmp(prog, "mount.fuse.zonefuse"))
+		return cli_mount_helper(argc, argv);
+	/*
+	 * umount(8) runs umount.zonefuse for helper=zonefuse in utab, or
+	 * umount.TYPE with TYPE as mountinfo says it.
+	 */
+	if (!strcmp(prog, "umount.zonefuse") ||
+	    !strcmp(prog, "umount.fuse.zonefuse") ||
+	    !strcmp(prog, "umount.fuseblk.zonefuse"))
+		return cli_umount_helper(argc, argv);
 	if (argc < 2) {
 		usage(stderr);
 		return CLI_EXIT_USAGE;

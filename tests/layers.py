@@ -7,7 +7,7 @@ between modules against the layering of docs/design.md:
 
     zfs -> data -> space -> gc -> alloc -> rec -> jrnl -> meta -> zdev
 
-with the tools (fsck, mkfs, crash) beside the core: a module may call a
+with the tools (fsck, mkfs, crash, fsfind) beside the core: a module may call a
 module below it, never one above. The device layer and its backends
 (zdev, zemu; zdev_zbd is zdev's) call each other: one ops table and the
 helpers its backends share. A call against the layering, or a module the
@@ -31,7 +31,7 @@ RANKS = {
     "space": 7,
     "data": 8,
     "zfs": 9,
-    "fsck": 10, "mkfs": 10, "crash": 10,
+    "fsck": 10, "mkfs": 10, "crash": 10, "fsfind": 10,
 }
 # Pairs that call each other by design (the device layer and a backend).
 MUTUAL = {("zdev", "zemu"), ("zemu", "zdev")}

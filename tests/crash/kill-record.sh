@@ -53,7 +53,7 @@ writer=
 cleanup()
 {
 	if mountpoint -q "$mnt"; then
-		fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null
+		umount -l "$mnt" 2>/dev/null || fusermount3 -u -z "$mnt" 2>/dev/null
 	fi
 	[ -n "$writer" ] && kill -9 "$writer" 2>/dev/null
 	[ -n "$daemon" ] && kill -9 "$daemon" 2>/dev/null
@@ -122,7 +122,7 @@ kill_daemon()
 		wait "$writer" 2>/dev/null
 		writer=
 	fi
-	fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt" || fail "cannot clean up the dead mount"
+	umount -l "$mnt" 2>/dev/null || fusermount3 -u -z "$mnt" || fail "cannot clean up the dead mount"
 	mountpoint -q "$mnt" && die "$mnt is still a mount point after the kill"
 }
 

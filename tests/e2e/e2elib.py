@@ -72,6 +72,14 @@ def _mounts_under(prefix):
     return out
 
 
+def lazy_umount(mp):
+    """Detach the mount on mp at once, dead daemon or not: umount -l, which
+    also drops the mount's entry in libmount's utab (a daemon killed with
+    -9 could not), else fusermount3 -u -z."""
+    if subprocess.run(["umount", "-l", mp], stderr=subprocess.DEVNULL).returncode:
+        subprocess.run(["fusermount3", "-u", "-z", mp], stderr=subprocess.DEVNULL)
+
+
 def kill_all():
     """Kill every daemon of this test and lazily unmount its mounts."""
     if not WORK:
@@ -82,9 +90,7 @@ def kill_all():
         except ProcessLookupError:
             pass
     for mp in _mounts_under(WORK):
-        if subprocess.run(["fusermount3", "-u", "-z", mp],
-                          stderr=subprocess.DEVNULL).returncode:
-            subprocess.run(["umount", "-l", mp], stderr=subprocess.DEVNULL)
+        lazy_umount(mp)
 
 
 def backtraces():
@@ -298,9 +304,7 @@ class Mount:
         for pid in self.pids():
             os.kill(pid, signal.SIGKILL)
         self.wait_gone(10)
-        if subprocess.run(["fusermount3", "-u", "-z", self.dir],
-                          stderr=subprocess.DEVNULL).returncode:
-            subprocess.run(["umount", "-l", self.dir], stderr=subprocess.DEVNULL)
+        lazy_umount(self.dir)
 
     def stats(self):
         return json.loads(os.getxattr(self.dir, "user.zonefuse.stats"))

@@ -102,8 +102,8 @@ for ((r = 1; r <= rounds; r++)); do
 	kill -9 "$pids" || e2e_fail "round $r: kill -9 $pids"
 	wait "$wpid" 2>/dev/null
 	e2e_wait_daemon_gone "$img" 10 || e2e_die "round $r: the killed daemon is still there"
-	fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt" || e2e_fail "round $r: cannot clean up the dead mount"
-	mountpoint -q "$mnt" && e2e_die "round $r: $mnt is still a mount point after fusermount3 -u -z"
+	umount -l "$mnt" 2>/dev/null || fusermount3 -u -z "$mnt" || e2e_fail "round $r: cannot clean up the dead mount"
+	mountpoint -q "$mnt" && e2e_die "round $r: $mnt is still a mount point after umount -l"
 	e2e_log "round $r: killed the daemon with $before fsynced files in all"
 	# The crashed image: fsck replays the journal and finds nothing wrong.
 	e2e_fsck "$img"
@@ -126,7 +126,7 @@ sleep 3
 pids=$(e2e_daemon_pids "$img")
 kill -9 "$pids" || e2e_fail "kill -9 $pids"
 e2e_wait_daemon_gone "$img" 10 || e2e_die "the killed daemon is still there"
-fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt"
+umount -l "$mnt" 2>/dev/null || fusermount3 -u -z "$mnt"
 e2e_fsck "$img"
 e2e_mount "$img" "$mnt"
 for s in 0 3 6 8 10 11; do

@@ -68,9 +68,11 @@ e2e_daemon_pids()
 		pid=${pid%/cmdline}
 		[ "$pid" = "$$" ] && continue
 		args=$(tr '\0' ' ' 2>/dev/null <"$f") || continue
-		# argv[0] is the binary: zonefuse, or a path ending in it.
+		# argv[0] is the binary: zonefuse, or a path ending in it, or
+		# mount(8)'s helper, which stays to be the daemon.
 		case "${args%% *}" in
-		zonefuse | */zonefuse) ;;
+		zonefuse | */zonefuse | mount.zonefuse | */mount.zonefuse) ;;
+		mount.fuse.zonefuse | */mount.fuse.zonefuse) ;;
 		*) continue ;;
 		esac
 		case "$1" in
@@ -103,7 +105,9 @@ e2e_wait_daemon_gone()
 }
 
 # Kill every daemon of this test and lazily unmount its mounts: a hung
-# daemon's callers then get ENOTCONN and the test can end.
+# daemon's callers then get ENOTCONN and the test can end. umount -l comes
+# first: it also drops the mount's entry in libmount's utab, which a daemon
+# killed with -9 could not (fusermount3 leaves it).
 e2e_kill_all()
 {
 	local pid m
@@ -113,7 +117,7 @@ e2e_kill_all()
 	done
 	while read -r _ m _; do
 		case "$m" in
-		"$E2E_WORK"/*) fusermount3 -u -z "$m" 2>/dev/null || umount -l "$m" 2>/dev/null ;;
+		"$E2E_WORK"/*) umount -l "$m" 2>/dev/null || fusermount3 -u -z "$m" 2>/dev/null ;;
 		esac
 	done </proc/self/mounts
 }
@@ -164,7 +168,7 @@ e2e_cleanup()
 		img=${m%%|*}
 		m=${m#*|}
 		if mountpoint -q "$m" 2>/dev/null; then
-			fusermount3 -u -z "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
+			umount -l "$m" 2>/dev/null || fusermount3 -u -z "$m" 2>/dev/null
 		fi
 		for pid in $(e2e_daemon_pids "$img"); do
 			kill -9 "$pid" 2>/dev/null

@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
-# tests/e2e/tools.sh: zonefuse as util-linux's fsck(8) and mkfs(8) see it.
+# tests/e2e/tools.sh: zonefuse as util-linux's fsck(8), mkfs(8) and
+# mount(8) see it.
 #
-# Installs zonefuse with `meson install --destdir` into a scratch root and
-# puts its sbin first on PATH, where fsck(8) and mkfs(8) look for their
-# helpers (fsck also looks in /sbin and /etc/fs first: a zonefuse
-# installed there would be the one run). Then:
+# Installs zonefuse with `meson install --destdir` into a scratch root.
+# mount(8) looks for its helpers (mount.TYPE) in /sbin, /sbin/fs.d and
+# /sbin/fs only, never in $PATH, so a helper in the scratch root is found
+# only where the real /sbin shows it. The test runs in a mount namespace
+# of its own (unshare -m, made below), and there an overlay puts the
+# scratch root's sbin over the real /sbin (on Debian, /usr/sbin): mount(8),
+# umount(8) and fsck(8) then find the helpers exactly as on a system where
+# zonefuse was installed with --prefix=/usr, while the real /sbin, and
+# every other process's view of it, is left alone. Every mount the test
+# makes lives in that namespace and ends with it. The scratch sbin is
+# also first on PATH, where mkfs(8) and, last, fsck(8) look. Then:
 # - fsck -t zonefuse -n/-p/-a/-y/-f, and fsck of an fstab line of type
 #   fuse.zonefuse (fsck.fuse.zonefuse), on a clean and on a damaged image
 #   (one superblock copy overwritten): fsck(8)'s exit codes 0, 1, 4, 8, 16;
@@ -12,19 +20,38 @@
 #   by their own mkfs into the image's device bytes), naming it, and with
 #   --force makes zonefuse, after which blkid finds nothing;
 # - -V and --version on every command and helper;
-# - zonefuse label: set, read back, refused while mounted.
+# - zonefuse mount: an unknown option refused (exit 1) with the image left
+#   byte for byte; mount(8)'s exit codes (1 usage, 32 failure); mount(8)'s
+#   generic options accepted;
+# - mount -t zonefuse and -t fuse.zonefuse run mount.zonefuse and
+#   mount.fuse.zonefuse, with their exit codes, -s and -f; UUID= and LABEL=
+#   malformed (exit 1) and of an image (not found, 32); an fstab file
+#   mounted by mount -a -T twice, the second skipping what is mounted;
+# - umount returns only once the daemon has written back 150 MiB it staged
+#   and exited (umount.zonefuse), for each way of mounting;
+# - zonefuse label: set, read back, refused while mounted on a mount point
+#   with a space (mountinfo's "\040"), which the message names.
 set -uo pipefail
+
+# Into a mount namespace of its own (above), when this machine lets root
+# make one; e2e_begin below skips the test without root.
+if [ -z "${ZONEFUSE_TOOLS_NS:-}" ] && [ "$(id -u)" -eq 0 ] &&
+	command -v unshare >/dev/null && unshare --mount true 2>/dev/null; then
+	ZONEFUSE_TOOLS_NS=1 exec unshare --mount --propagation private -- "$BASH" "$0" "$@"
+fi
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$here/lib.sh"
 
-e2e_begin "fsck(8) and mkfs(8) run the installed helpers with e2fsck's flags and exit codes; mkfs refuses other file systems' signatures; -V everywhere; label"
+e2e_begin "fsck(8), mkfs(8), mount(8) and umount(8) run the installed helpers with their flags and exit codes; mkfs refuses other file systems' signatures; mount refuses unknown options untouched; fstab and mount -a; umount waits for the daemon; -V everywhere; label"
 e2e_need fsck util-linux
 e2e_need mkfs util-linux
 e2e_need blkid util-linux
 e2e_need meson meson
+e2e_need findmnt util-linux
 [ -n "${ZONEFUSE_BUILD_ROOT:-}" ] || e2e_skip "ZONEFUSE_BUILD_ROOT (the meson build directory) is not set; run through meson test"
+[ -n "${ZONEFUSE_TOOLS_NS:-}" ] || e2e_skip "cannot make a mount namespace (unshare --mount, util-linux) for mount(8) to find the installed helpers in /sbin"
 
 root=$E2E_WORK/root
 meson install -C "$ZONEFUSE_BUILD_ROOT" --no-rebuild --destdir "$root" >"$E2E_WORK/install.log" 2>&1 ||
@@ -33,11 +60,26 @@ meson install -C "$ZONEFUSE_BUILD_ROOT" --no-rebuild --destdir "$root" >"$E2E_WO
 sbin=$(dirname "$(find "$root" -name zonefuse -type f -perm -u+x | head -n 1)")
 Z=$sbin/zonefuse
 [ -x "$Z" ] || e2e_die "meson install put no zonefuse binary under $root"
-for h in mkfs.zonefuse fsck.zonefuse fsck.fuse.zonefuse; do
+helpers=(mkfs.zonefuse fsck.zonefuse fsck.fuse.zonefuse mount.zonefuse mount.fuse.zonefuse
+	umount.zonefuse umount.fuse.zonefuse umount.fuseblk.zonefuse)
+for h in "${helpers[@]}"; do
 	[ "$(readlink "$sbin/$h")" = zonefuse ] ||
 		e2e_fail "$sbin/$h is not the symlink to zonefuse that meson install should make"
 done
 export PATH="$sbin:$PATH"
+# The overlay of the header: the scratch sbin over the real one, in this
+# namespace only (lower layers only: it is read-only, and writes nothing).
+real_sbin=$(readlink -f /sbin)
+mount -t overlay zonefuse-tools -o "lowerdir=$sbin:$real_sbin" "$real_sbin" ||
+	e2e_skip "cannot mount an overlay of $sbin over $real_sbin in the test's namespace (overlayfs)"
+if [ "$(readlink -f /sbin/mount.zonefuse)" != "$real_sbin/zonefuse" ] || ! cmp -s /sbin/zonefuse "$Z"; then
+	e2e_die "/sbin/mount.zonefuse is not the zonefuse just installed after the overlay"
+fi
+# libmount's utab (/run/mount/utab), which the mounts write to, private to
+# the namespace as well.
+if ! mkdir -p /run/mount || ! mount -t tmpfs zonefuse-tools-utab /run/mount; then
+	e2e_skip "cannot mount a tmpfs on /run/mount in the test's namespace"
+fi
 
 # The offset of device byte 0 in an emulator image (its header's data_off).
 data_off()
@@ -126,7 +168,7 @@ for cmd in "" emu "emu create" "emu media-error" zones mkfs mount fsck label scr
 		fi
 	done
 done
-for h in mkfs.zonefuse fsck.zonefuse fsck.fuse.zonefuse; do
+for h in "${helpers[@]}"; do
 	for v in -V --version; do
 		got=$("$h" $v 2>&1)
 		rc=$?
@@ -228,11 +270,234 @@ for case in btrfs f2fs ext4 btrfs:conv; do
 done
 [ "$tried" -gt 0 ] || e2e_fail "none of mkfs.btrfs, mkfs.f2fs, mkfs.ext4 is installed (Debian packages btrfs-progs, f2fs-tools, e2fsprogs): no signature tried"
 
+# ---- zonefuse mount: options and exit status ------------------------------
+
+e2e_log "zonefuse mount: an unknown option is refused (exit 1) before the image is opened; usage 1, failure 32; generic options accepted"
+img=$E2E_WORK/opts.img
+mnt=$E2E_WORK/mnt-opts
+fresh "$img"
+mkdir -p "$mnt"
+e2e_track "$img" "$mnt"
+cp "$img" "$E2E_WORK/before"
+# Before the check moved up front, libfuse refused such an option only
+# after the journal was replayed, and the image had changed.
+for opts in rw,bogus stage_mb=4G transport=carrier-pigeon fsname=/other subtype=x; do
+	expect_rc 1 "zonefuse mount -o $opts" "$Z" mount "$img" "$mnt" -o "$opts"
+	mountpoint -q "$mnt" && e2e_fail "zonefuse mount -o $opts mounted"
+	cmp -s "$img" "$E2E_WORK/before" || e2e_fail "zonefuse mount -o $opts changed the image"
+done
+expect_rc 1 "zonefuse mount -o rw,bogus,noway" "$Z" mount "$img" "$mnt" -o rw,bogus,noway
+case $out in
+*"unknown option(s) bogus,noway: nothing was mounted and $img was not opened"*) ;;
+*) e2e_fail "zonefuse mount -o rw,bogus,noway did not name the refused options: $out" ;;
+esac
+expect_rc 1 "zonefuse mount without DIR" "$Z" mount "$img"
+expect_rc 1 "zonefuse mount with an extra argument" "$Z" mount "$img" "$mnt" extra
+cmp -s "$img" "$E2E_WORK/before" || e2e_fail "a refused zonefuse mount changed the image"
+expect_rc 32 "zonefuse mount of a missing image" "$Z" mount "$E2E_WORK/missing.img" "$mnt"
+expect_rc 32 "zonefuse mount on a missing directory" "$Z" mount "$img" "$E2E_WORK/no-such-dir"
+rm -f "$E2E_WORK/blank.img"
+"$Z" emu create "$E2E_WORK/blank.img" --size 64M --zone-size 4M >/dev/null || e2e_die "emu create blank.img failed"
+expect_rc 32 "zonefuse mount of an image holding no file system" "$Z" mount "$E2E_WORK/blank.img" "$mnt"
+generic=defaults,auto,nofail,_netdev,user,users,x-systemd.automount,X-mount.mkdir,comment=hi,relatime,lazytime,nodiratime,noatime,nodev,nosuid,noexec,rw
+expect_rc 0 "zonefuse mount -o $generic" "$Z" mount "$img" "$mnt" -o "$generic"
+mountpoint -q "$mnt" || e2e_fail "zonefuse mount -o $generic did not mount"
+case ",$(findmnt -n -o VFS-OPTIONS --mountpoint "$mnt")," in
+*,noexec,*) ;;
+*) e2e_fail "noexec did not reach the kernel: $(findmnt -n -o VFS-OPTIONS --mountpoint "$mnt")" ;;
+esac
+expect_rc 32 "zonefuse mount of a mounted image" "$Z" mount "$img" "$E2E_WORK"
+case $out in
+*"is mounted on $mnt"*) ;;
+*) e2e_fail "a second zonefuse mount did not say where the image is mounted: $out" ;;
+esac
+e2e_umount "$img" "$mnt"
+
+# ---- mount(8) and fstab ----------------------------------------------------
+
+# The command line of the daemon of image $1 (its pid's argv, spaces for NULs).
+daemon_cmdline()
+{
+	local pid
+
+	pid=$(e2e_daemon_pids "$1" | head -n 1)
+	[ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline"
+}
+
+e2e_log "mount -t zonefuse and -t fuse.zonefuse run the installed helpers; their exit codes; -s, -f"
+img=$E2E_WORK/m8.img
+mnt=$E2E_WORK/mnt-m8
+fresh "$img"
+mkdir -p "$mnt"
+e2e_track "$img" "$mnt"
+# Without mount.zonefuse, mount(8) would take zonefuse for a kernel type
+# and fail: a mount is the helper's work.
+expect_rc 0 "mount -t zonefuse IMG DIR" mount -t zonefuse "$img" "$mnt"
+[ "$(findmnt -n -o SOURCE,FSTYPE --mountpoint "$mnt")" = "$img fuse.zonefuse" ] ||
+	e2e_fail "mount -t zonefuse: findmnt shows '$(findmnt -n -o SOURCE,FSTYPE --mountpoint "$mnt")', want '$img fuse.zonefuse'"
+case $(daemon_cmdline "$img") in
+/sbin/mount.zonefuse" $img $mnt"*) ;;
+*) e2e_fail "the daemon of mount -t zonefuse is not /sbin/mount.zonefuse: $(daemon_cmdline "$img")" ;;
+esac
+echo data >"$mnt/f" || e2e_fail "cannot write to the mount made by mount -t zonefuse"
+e2e_umount "$img" "$mnt"
+# Without mount.fuse.zonefuse, mount(8) would run mount.fuse3, which runs
+# `zonefuse IMG DIR -o ...`: the daemon's name tells which ran.
+expect_rc 0 "mount -t fuse.zonefuse -o ro IMG DIR" mount -t fuse.zonefuse -o ro "$img" "$mnt"
+case $(daemon_cmdline "$img") in
+/sbin/mount.fuse.zonefuse" $img $mnt"*) ;;
+*) e2e_fail "the daemon of mount -t fuse.zonefuse is not /sbin/mount.fuse.zonefuse: $(daemon_cmdline "$img")" ;;
+esac
+[ "$(cat "$mnt/f" 2>&1)" = data ] || e2e_fail "mount -t fuse.zonefuse: the file reads '$(cat "$mnt/f" 2>&1)'"
+case ",$(findmnt -n -o VFS-OPTIONS --mountpoint "$mnt")," in
+*,ro,*) ;;
+*) e2e_fail "mount -t fuse.zonefuse -o ro is not read-only: $(findmnt -n -o VFS-OPTIONS --mountpoint "$mnt")" ;;
+esac
+e2e_umount "$img" "$mnt"
+
+cp "$img" "$E2E_WORK/before"
+expect_rc 1 "mount -t zonefuse -o bogus" mount -t zonefuse -o rw,bogus "$img" "$mnt"
+case $out in
+*"unknown option(s) bogus"*) ;;
+*) e2e_fail "mount -t zonefuse -o rw,bogus did not name the option: $out" ;;
+esac
+mountpoint -q "$mnt" && e2e_fail "mount -t zonefuse -o bogus mounted"
+cmp -s "$img" "$E2E_WORK/before" || e2e_fail "mount -t zonefuse -o bogus changed the image"
+expect_rc 1 "mount -t fuse.zonefuse -o stage_mb=x" mount -t fuse.zonefuse -o stage_mb=x "$img" "$mnt"
+cmp -s "$img" "$E2E_WORK/before" || e2e_fail "mount -t fuse.zonefuse -o stage_mb=x changed the image"
+expect_rc 32 "mount -t zonefuse of a missing image" mount -t zonefuse "$E2E_WORK/missing.img" "$mnt"
+expect_rc 32 "mount -t zonefuse of an image holding no file system" mount -t zonefuse "$E2E_WORK/blank.img" "$mnt"
+expect_rc 1 "mount.zonefuse without DIR" mount.zonefuse "$img"
+expect_rc 1 "mount.zonefuse -t ext4" mount.zonefuse "$img" "$mnt" -t ext4
+expect_rc 1 "mount.zonefuse -x" mount.zonefuse "$img" "$mnt" -x
+expect_rc 0 "mount.zonefuse -f (fake)" mount.zonefuse "$img" "$mnt" -f -o rw
+mountpoint -q "$mnt" && e2e_fail "mount.zonefuse -f mounted"
+cmp -s "$img" "$E2E_WORK/before" || e2e_fail "mount.zonefuse -f changed the image"
+expect_rc 0 "mount -s -t zonefuse -o bogus (sloppy)" mount -s -t zonefuse -o bogus "$img" "$mnt"
+case $out in
+*"ignoring the unknown option(s) bogus"*) ;;
+*) e2e_fail "mount -s -o bogus did not say it ignored bogus: $out" ;;
+esac
+mountpoint -q "$mnt" || e2e_fail "mount -s -t zonefuse -o bogus did not mount"
+e2e_umount "$img" "$mnt"
+
+e2e_log "UUID= and LABEL=: malformed is a usage error (1); an image's are not found (32), saying it is named by path"
+# Zoned block devices are found by their UUID and label (tests/real/mount.sh
+# mounts null_blk and ZNS devices so in the QEMU guest); an image is a file,
+# which nothing scans for.
+"$Z" label "$img" "m8 label" >/dev/null || e2e_die "zonefuse label $img failed"
+uuid=$("$Z" dump "$img" | sed -n 's/^filesystem uuid \([0-9a-f-]*\).*/\1/p')
+[ ${#uuid} -eq 36 ] || e2e_die "no UUID in zonefuse dump $img: '$uuid'"
+expect_rc 1 "zonefuse mount UUID=not-a-uuid" "$Z" mount UUID=not-a-uuid "$mnt"
+expect_rc 1 "mount.zonefuse LABEL=" mount.zonefuse LABEL= "$mnt"
+for spec in "UUID=$uuid" "LABEL=m8 label"; do
+	expect_rc 32 "zonefuse mount $spec (of an image)" "$Z" mount "$spec" "$mnt"
+	case $out in
+	*"no zonefuse file system with $spec on the "*"zoned block device(s) here"*"an emulator image is found only by its path"*) ;;
+	*) e2e_fail "zonefuse mount $spec of an image did not say why it was not found: $out" ;;
+	esac
+	expect_rc 32 "mount.zonefuse $spec (of an image)" mount.zonefuse "$spec" "$mnt"
+done
+mountpoint -q "$mnt" && e2e_fail "a mount by UUID= or LABEL= of an image mounted"
+
+e2e_log "fstab: mount -a -T FILE mounts each zonefuse line, and a second mount -a skips them (exit 0)"
+img2=$E2E_WORK/m8-second.img
+mnt2="$E2E_WORK/mnt fstab 2"
+fresh "$img2"
+mkdir -p "$mnt2"
+e2e_track "$img2" "$mnt2"
+# The second line names its image by a path that is not canonical and its
+# mount point with fstab's escape for a space.
+{
+	printf '# zonefuse lines as in /etc/fstab\n'
+	printf '%s %s zonefuse defaults,nofail,x-systemd.automount,comment=e2e 0 0\n' "$img" "$mnt"
+	printf '%s %s fuse.zonefuse rw,noatime,_netdev 0 0\n' "$E2E_WORK/./m8-second.img" "${mnt2// /\\040}"
+} >"$E2E_WORK/fstab.mount"
+expect_rc 0 "mount -a -T fstab (first)" mount -a -T "$E2E_WORK/fstab.mount"
+mountpoint -q "$mnt" || e2e_fail "mount -a did not mount $mnt"
+mountpoint -q "$mnt2" || e2e_fail "mount -a did not mount $mnt2"
+[ "$(findmnt -n -o SOURCE --mountpoint "$mnt2")" = "$img2" ] ||
+	e2e_fail "the second fstab line is mounted from '$(findmnt -n -o SOURCE --mountpoint "$mnt2")', want $img2"
+pids=$(e2e_daemon_pids "$E2E_WORK/" | sort)
+expect_rc 0 "mount -a -T fstab (second)" mount -a -v -T "$E2E_WORK/fstab.mount"
+case $out in
+*"$mnt"*"already mounted"*"$mnt2"*"already mounted"*) ;;
+*) e2e_fail "the second mount -a did not skip both lines as already mounted: $out" ;;
+esac
+[ "$(e2e_daemon_pids "$E2E_WORK/" | sort)" = "$pids" ] ||
+	e2e_fail "the second mount -a started daemons: before '$pids', after '$(e2e_daemon_pids "$E2E_WORK/" | sort | tr '\n' ' ')'"
+[ "$(findmnt -n --mountpoint "$mnt" | wc -l)" -eq 1 ] || e2e_fail "$mnt is mounted more than once after the second mount -a"
+e2e_umount "$img" "$mnt"
+e2e_umount "$img2" "$mnt2"
+
+# ---- umount(8) waits for the daemon ----------------------------------------
+
+# Write $2 MiB into $1 through a read-write descriptor (staged in the
+# daemon's DRAM, not written around it as a write-only one is), no fsync.
+stage_mib()
+{
+	/usr/bin/python3 - "$1" "$2" <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+block = os.urandom(1 << 20)
+for _ in range(int(sys.argv[2])):
+    os.write(fd, block)
+os.close(fd)
+PY
+}
+
+# Is image $1 free: no daemon of it left, and nothing holding its lock?
+image_free()
+{
+	[ -z "$(e2e_daemon_pids "$1")" ] && flock -n -x "$1" true
+}
+
+e2e_log "umount returns once the daemon has written back what it staged and exited (umount.zonefuse, run for helper=zonefuse in utab)"
+img=$E2E_WORK/wait.img
+mnt=$E2E_WORK/mnt-wait
+fresh "$img"
+mkdir -p "$mnt"
+e2e_track "$img" "$mnt"
+for how in "zonefuse mount" "mount -t zonefuse" "zonefuse mount -o blkdev"; do
+	case $how in
+	"zonefuse mount") "$Z" mount "$img" "$mnt" -o stage_mb=256,commit=60 ;;
+	"mount -t zonefuse") mount -t zonefuse -o stage_mb=256,commit=60 "$img" "$mnt" ;;
+	*) "$Z" mount "$img" "$mnt" -o blkdev,stage_mb=256,commit=60 ;;
+	esac || e2e_die "$how $img $mnt failed"
+	grep -q "OPTS=helper=zonefuse" /run/mount/utab ||
+		e2e_fail "$how: no helper=zonefuse in libmount's utab: $(cat /run/mount/utab 2>&1)"
+	stage_mib "$mnt/staged" 150 || e2e_die "writing 150 MiB to $mnt failed"
+	expect_rc 0 "umount after $how" umount "$mnt"
+	# Checked at once: umount must not have returned before the daemon.
+	image_free "$img" || e2e_fail "$how: umount returned while the daemon of $img still ran (pids $(e2e_daemon_pids "$img" | tr '\n' ' '))"
+	e2e_wait_daemon_gone "$img" 60 || e2e_die "the daemon of $img did not exit after umount"
+	grep -q "$mnt" /run/mount/utab 2>/dev/null && e2e_fail "$how: the utab entry of $mnt outlived the umount"
+	expect_rc 0 "fsck.zonefuse -n after umount of $how" fsck.zonefuse -n "$img"
+done
+# The same without the helper (umount -i): the kernel does not wait for a
+# FUSE daemon. Only logged: how long writing back takes is the machine's.
+"$Z" mount "$img" "$mnt" -o stage_mb=256,commit=60 || e2e_die "zonefuse mount $img $mnt failed"
+stage_mib "$mnt/staged" 150 || e2e_die "writing 150 MiB to $mnt failed"
+umount -i "$mnt" || e2e_die "umount -i $mnt failed"
+if image_free "$img"; then
+	e2e_log "umount -i (no helper): the daemon had already finished"
+else
+	e2e_log "umount -i (no helper): the daemon was still writing when umount returned, as the helper prevents"
+fi
+e2e_wait_daemon_gone "$img" 60 || e2e_die "the daemon of $img did not exit after umount -i"
+expect_rc 1 "umount.zonefuse without DIR" umount.zonefuse
+expect_rc 1 "umount.zonefuse -r" umount.zonefuse "$mnt" -r
+expect_rc 32 "umount.zonefuse of a directory that is no zonefuse mount" umount.zonefuse "$E2E_WORK"
+"$Z" mount "$img" "$mnt" || e2e_die "zonefuse mount $img $mnt failed"
+expect_rc 0 "umount -l" umount -l "$mnt"
+mountpoint -q "$mnt" && e2e_fail "umount -l left $mnt mounted"
+e2e_wait_daemon_gone "$img" 60 || e2e_die "the daemon of $img did not exit after umount -l"
+
 # ---- label -----------------------------------------------------------------
 
-e2e_log "label: set, read back, refused while mounted"
+e2e_log "label: set, read back, refused while mounted (on a mount point with a space, named right)"
 img=$E2E_WORK/label.img
-mnt=$E2E_WORK/mnt
+mnt="$E2E_WORK/mnt with space"
 fresh "$img"
 expect_rc 0 "zonefuse label (none)" "$Z" label "$img"
 [ "$out" = "" ] || e2e_fail "a new file system's label is '$out', want ''"
@@ -245,7 +510,7 @@ expect_rc 16 "zonefuse label of 64 bytes" "$Z" label "$img" "$(printf '%064d' 0)
 e2e_mount "$img" "$mnt"
 expect_rc 1 "zonefuse label while mounted" "$Z" label "$img" other
 case $out in
-*"is mounted on $mnt"*) ;;
+*"is mounted on $mnt: unmount it first (umount '$mnt')") ;;
 *) e2e_fail "zonefuse label while mounted did not say where: $out" ;;
 esac
 expect_rc 0 "zonefuse label (read while mounted)" "$Z" label "$img"

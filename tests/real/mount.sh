@@ -1,6 +1,6 @@
 #!/bin/bash
 # mount.sh DEVICE - the file system end to end on one zoned device: mkfs,
-# mount, copy a tree and a file of several zones, rename, unmount, fsck,
+# mount (a block device by LABEL=, remounted by UUID=), copy a tree and a file of several zones, rename, unmount, fsck,
 # remount and compare, delete the large file and see its zones reset.
 # Run by tests/real/run.sh inside the QEMU guest on null_blk and NVMe ZNS;
 # it works as well on an emulator image or a real drive (it destroys what
@@ -34,8 +34,25 @@ for n in 1 511 4096 4097 65537 1000001; do
 done
 head -c $((cap * 5 / 2 + 12345)) /dev/urandom >"$work/big"
 
-"$Z" mkfs --force "$dev" >/dev/null || fail "mkfs"
-"$Z" mount "$dev" "$mnt" || fail "mount"
+# A block device is mounted by LABEL= and remounted by UUID=, which find it
+# among the zoned block devices (libblkid does not know zonefuse); an
+# image is found only by its path.
+label=real-$$
+uuid=$($PY -c 'import uuid; print(uuid.uuid4())')
+spec1=$dev spec2=$dev
+if [ -b "$dev" ]; then
+	spec1=LABEL=$label spec2=UUID=$uuid
+fi
+# mount_spec SPEC: mount SPEC on $mnt; it must be $dev that is mounted.
+mount_spec()
+{
+	"$Z" mount "$1" "$mnt" || fail "mount $1"
+	[ "$(findmnt -n -o SOURCE --mountpoint "$mnt")" = "$(readlink -f "$dev")" ] ||
+		fail "mount $1 mounted $(findmnt -n -o SOURCE --mountpoint "$mnt"), not $dev"
+}
+
+"$Z" mkfs --force -L "$label" -U "$uuid" "$dev" >/dev/null || fail "mkfs"
+mount_spec "$spec1"
 cp -a "$work/src" "$mnt/tree" || fail "cp -a"
 cp "$work/big" "$mnt/big" || fail "cp big"
 $PY -c 'import os,sys; fd=os.open(sys.argv[1], os.O_RDONLY); os.fsync(fd)' "$mnt/big"
@@ -49,7 +66,7 @@ mapfile -t zones < <(getfattr --absolute-names --only-values -n user.zonefuse.ex
 
 umount "$mnt"
 "$Z" fsck "$dev" || fail "fsck after unmount (exit $?)"
-"$Z" mount "$dev" "$mnt" || fail "remount"
+mount_spec "$spec2"
 mv "$mnt/sub/moved" "$mnt/tree2/odd-4097"
 diff -r "$work/src" "$mnt/tree2" || fail "tree differs after remount"
 cmp "$work/big" "$mnt/big" || fail "big differs after remount"

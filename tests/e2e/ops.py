@@ -168,6 +168,40 @@ def t_o_direct():
     assert data[size:3 * size] == bytes(2 * size)
 
 
+def open_uncached(p, first):
+    """Open p write-only, truncated, write first, and open p read-only:
+    both uncached (a shared mapping of the reader is refused, ENODEV),
+    once the daemon has the earlier readers' opens released. The kernel
+    sends RELEASE after close() returns, and a writer opened before it
+    lands shares the file with that reader: cached. Seen on a TCG guest
+    beside stress-ng, 2026-12-04. Returns (writer, reader)."""
+    t0 = time.time()
+    while True:
+        fd = os.open(p, os.O_WRONLY | os.O_TRUNC)
+        r = -1
+        uncached = False
+        try:
+            assert os.write(fd, first) == len(first)
+            r = os.open(p, os.O_RDONLY)
+            try:
+                mmap.mmap(r, 1, mmap.MAP_SHARED, mmap.PROT_READ).close()
+            except OSError as x:
+                if x.errno != errno.ENODEV:
+                    raise
+                uncached = True
+        finally:
+            if not uncached:
+                if r >= 0:
+                    os.close(r)
+                os.close(fd)
+        if uncached:
+            return fd, r
+        if time.time() - t0 > 10:
+            raise AssertionError("a write-only open stayed cached for 10 s "
+                                 "after the last reader closed")
+        time.sleep(0.05)
+
+
 def open_mapped(p, n):
     """Open p read-only and map its first n bytes shared, once the daemon
     has the uncached writers' opens released: the kernel sends RELEASE
@@ -207,9 +241,7 @@ def t_uncached_writer():
 
     # A reader opened while the writer is: uncached too, so it sees each
     # write at once, rewrites and appends (a partial last page) alike.
-    fd = os.open(p, os.O_WRONLY | os.O_TRUNC)
-    assert os.write(fd, b"x" * 100) == 100
-    r = os.open(p, os.O_RDONLY)
+    fd, r = open_uncached(p, b"x" * 100)
     try:
         assert os.pread(r, 1000, 0) == b"x" * 100
         assert os.write(fd, b"y" * 100) == 100

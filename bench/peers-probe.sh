@@ -30,9 +30,12 @@ for fs in btrfs f2fs zonefuse; do
 	f2fs) mkfs.f2fs -f -m "$dev" >/dev/null && mount -t f2fs "$dev" "$mnt" ;;
 	zonefuse) "$Z" mkfs --force "$dev" >/dev/null && "$Z" mount "$dev" "$mnt" ;;
 	esac || { echo "  $fs: mkfs or mount FAILED"; bad=1; continue; }
-	head -c 1M /dev/urandom >"$mnt/f" && sync -f "$mnt/f" &&
-		echo "  $fs: mounted, $(df -B1M --output=size,avail "$mnt" | tail -n 1 | awk '{print $1 " MiB, " $2 " MiB available"}')" ||
-		{ echo "  $fs: write FAILED"; bad=1; }
+	if head -c 1M /dev/urandom >"$mnt/f" && sync -f "$mnt/f"; then
+		echo "  $fs: mounted, $(df -B1M --output=size,avail "$mnt" | tail -n 1 | awk '{print $1 " MiB, " $2 " MiB available"}')"
+	else
+		echo "  $fs: write FAILED"
+		bad=1
+	fi
 	umount "$mnt"
 done
 rmdir "$mnt"

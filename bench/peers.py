@@ -74,9 +74,9 @@ ZONEFUSE = os.environ.get("ZONEFUSE", "build-rel/src/zonefuse")
 
 # Sizes for the full run (4 GiB null_blk, 64 MiB zones) and the smoke.
 SIZES = {
-    "full": dict(SHARDS=4, SHARD_MB=48, KEEP=2, ROUNDS=30, SPACE_WAIT=5,
-                 FINAL_WAIT=90, WRITERS=8, WRITER_MB=64, MIXED_MB=512,
-                 READ_MB=512, READ_SECS=5, MIXED_SECS=1200, FILL_PCT=85),
+    "full": dict(SHARDS=4, SHARD_MB=24, KEEP=2, ROUNDS=30, SPACE_WAIT=3,
+                 FINAL_WAIT=60, WRITERS=8, WRITER_MB=32, MIXED_MB=256,
+                 READ_MB=256, READ_SECS=5, MIXED_SECS=900, FILL_PCT=85),
     "smoke": dict(SHARDS=2, SHARD_MB=32, KEEP=1, ROUNDS=3, SPACE_WAIT=3,
                   FINAL_WAIT=10, WRITERS=8, WRITER_MB=8, MIXED_MB=16,
                   READ_MB=64, READ_SECS=1, MIXED_SECS=120, FILL_PCT=15),

@@ -94,7 +94,7 @@ METRICS = [
     ("concurrent", "write_MBps", "8 shards at once, fsync each", "MB/s", HI),
     ("concurrent", "wa", "write amplification", "x", LO),
     ("mixed", "fill_pct", "filled to (% of its own df)", "%", HI),
-    ("mixed", "write_MBps", "small files at 80-90% full", "MB/s", HI),
+    ("mixed", "write_MBps", "small files near full: writes", "MB/s", HI),
     ("mixed", "wa", "write amplification", "x", LO),
     ("mixed", "fsync_p50_ms", "fsync latency p50", "ms", LO),
     ("mixed", "fsync_p99_ms", "fsync latency p99", "ms", LO),
@@ -799,6 +799,12 @@ def cmd_report(a):
                 row["ratios"][p] = a_ / b_
             elif b_ == 0 and a_ == 0:
                 row["ratios"][p] = 1.0
+            # Against a censored figure ("> wait"), the ratio is a bound:
+            # at least this much for zonefuse if the peer's is censored,
+            # at most if zonefuse's is.
+            if p in row["ratios"] and (ps.get("censored") or z.get("censored")):
+                row["ratio_bound"] = row.get("ratio_bound", {})
+                row["ratio_bound"][p] = ">" if ps.get("censored") else "<"
         if row["systems"]:
             table.append(row)
     fails = [r for r in recs if r["error"]]
@@ -821,7 +827,8 @@ def cmd_report(a):
             cells.append(c)
         for p in peers:
             r = row["ratios"].get(p)
-            cells.append("-" if r is None else "%.2f" % r)
+            cells.append("-" if r is None else "%s%.2f" % (
+                row.get("ratio_bound", {}).get(p, ""), r))
         lines.append("| " + " | ".join(cells) + " |")
     dv = meta.get("device", {})
     head = ("%s: %s, %d zones of %d MiB (capacity %d MiB), %d conventional, "

@@ -472,9 +472,16 @@ def mixed(fs, sz, rng, detail):
                 name = "%06d" % seq
                 seq += 1
                 n = small()
-                hot[name] = 0
-                lat.append(write_file(os.path.join(mnt, "hot", name), n,
-                                      data))
+                try:
+                    lat.append(write_file(os.path.join(mnt, "hot", name), n,
+                                          data))
+                except OSError:
+                    # Not created, or created short: not one of the set.
+                    try:
+                        os.unlink(os.path.join(mnt, "hot", name))
+                    except OSError:
+                        pass
+                    raise
                 hot[name] = n
                 live += n
                 wrote += n

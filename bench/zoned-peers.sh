@@ -43,7 +43,8 @@ results.json, results.md, results.png) and bench/results/peers-TAG.json
 
 Environment: PEERS_SYSTEMS=limit,btrfs,f2fs,zonefuse and
 PEERS_WORKLOADS=rotation,concurrent,mixed,reads choose; PEERS_NULLB=PARAMS
-replaces the null_blk parameters; PEERS_ROUNDS, PEERS_SHARDS,
+replaces the null_blk parameters; PEERS_TAG=NAME names the results
+(default nullb: bench/results/peers-nullb/); PEERS_ROUNDS, PEERS_SHARDS,
 PEERS_SHARD_MB, PEERS_KEEP, PEERS_SPACE_WAIT, PEERS_FINAL_WAIT,
 PEERS_WRITERS, PEERS_WRITER_MB, PEERS_MIXED_MB, PEERS_READ_MB,
 PEERS_READ_SECS override the sizes (bench/peers.py, SIZES); BUILD=DIR the
@@ -86,7 +87,7 @@ if [ "$smoke" = 1 ]; then
 	tag=nullb-smoke reps=1 tmo=${tmo:-1200} mem=2048 smoke_arg=(--smoke)
 	guests=("$systems")
 else
-	tag=nullb tmo=${tmo:-10800} mem='' smoke_arg=()
+	tag=${PEERS_TAG:-nullb} tmo=${tmo:-10800} mem='' smoke_arg=()
 	IFS=, read -r -a guests <<<"$systems"
 fi
 build=${BUILD:-build-rel}
@@ -111,7 +112,7 @@ EOF
 envs=(ZONEFUSE="$build/src/zonefuse")
 while IFS='=' read -r k v; do
 	case $k in
-	PEERS_SYSTEMS | PEERS_WORKLOADS | PEERS_NULLB) ;;
+	PEERS_SYSTEMS | PEERS_WORKLOADS | PEERS_NULLB | PEERS_TAG) ;;
 	PEERS_*) envs+=("$k=$v") ;;
 	esac
 done < <(env)

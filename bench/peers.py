@@ -894,6 +894,14 @@ def cmd_report(a):
                              r["rep"] + 1, r["system"], d["fill_failed"],
                              100 * d["fill_bytes"] / d["avail0"],
                              d["fill_bytes"] // MIB))
+    try:
+        loads = [float(ln.split()[1]) for ln in
+                 open(os.path.join(a.dir, "hostload.txt"))]
+        notes.append("the host's load average (1 min) while the guests "
+                     "ran: %.1f..%.1f, median %.1f (hostload.txt)" % (
+                         min(loads), max(loads), statistics.median(loads)))
+    except (OSError, ValueError, IndexError):
+        pass
     for r in fails:
         notes.append("run %d %s %s FAILED: %s" % (r["rep"] + 1, r["system"],
                                                   r["workload"], r["error"]))

@@ -19,6 +19,7 @@ top=$(dirname "$here")
 # what is written takes the guest's memory). Not smaller zones: on 8 MiB
 # zones Debian 6.1's btrfs hangs (ordered extents that never complete)
 # writing a 64 MiB file.
+ZNS="logical_block_size=4096,physical_block_size=4096,zoned.zone_size=64M,zoned.zone_capacity=48M,zoned.max_open=14,zoned.max_active=14"
 NULLB="zoned=1 gb=4 bs=4096 zone_size=64 zone_capacity=64 zone_nr_conv=2 zone_max_open=14 zone_max_active=14 memory_backed=1"
 
 usage()
@@ -38,6 +39,11 @@ results.json, results.md, results.png) and bench/results/peers-TAG.json
   --smoke      one small run of each workload, every system in one guest,
                a few minutes (scripts/test.sh runs it); exits non-zero if
                any workload failed on any system
+  --zns        on QEMU's emulated NVMe ZNS namespace instead (4 GiB, 64 MiB
+               zones of 48 MiB capacity, 14 open and active; results in
+               peers-zns). No F2FS there: it needs a conventional disk
+               beside the namespace for its metadata, which the guest
+               does not have
   --reps N     runs of every workload on every system (default 3)
   --timeout S  limit for the guest (default 10800; smoke 1200)
 
@@ -52,10 +58,11 @@ release build (default build-rel).
 EOF
 }
 
-smoke=0 reps=3 tmo=''
+smoke=0 reps=3 tmo='' zns=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--smoke) smoke=1 ;;
+	--zns) zns=1 ;;
 	--reps)
 		reps=$2
 		shift
@@ -83,11 +90,17 @@ zf_install_pkgs "${ZF_BUILD_PKGS[@]}" "${ZF_BENCH_PKGS[@]}" ||
 
 nullb=${PEERS_NULLB:-$NULLB}
 systems=${PEERS_SYSTEMS:-limit,btrfs,f2fs,zonefuse}
+dev=/dev/nullb0 devargs=(--nullb "$nullb") tagdev=nullb
+if [ "$zns" = 1 ]; then
+	nullb=none dev=/dev/nvme0n1 tagdev=zns
+	systems=${PEERS_SYSTEMS:-limit,btrfs,zonefuse}
+	devargs=(--nullb none --nvme-zns --zns-size 4G --zns "$ZNS")
+fi
 if [ "$smoke" = 1 ]; then
-	tag=nullb-smoke reps=1 tmo=${tmo:-1200} mem=2048 smoke_arg=(--smoke)
+	tag=$tagdev-smoke reps=1 tmo=${tmo:-1200} mem=2048 smoke_arg=(--smoke)
 	guests=("$systems")
 else
-	tag=${PEERS_TAG:-nullb} tmo=${tmo:-10800} mem='' smoke_arg=()
+	tag=${PEERS_TAG:-$tagdev} tmo=${tmo:-10800} mem='' smoke_arg=()
 	IFS=, read -r -a guests <<<"$systems"
 fi
 build=${BUILD:-build-rel}
@@ -95,7 +108,7 @@ zf_build "$build" -Dbuildtype=release >/dev/null || zf_die "the release build in
 
 out=bench/results/peers-$tag
 mkdir -p "$out"
-rm -f "$out/samples.jsonl" "$out/meta.json" "$out/results."*
+rm -f "$out/samples.jsonl" "$out/meta.json" "$out/results."* "$out/hostload.txt"
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 git diff --quiet HEAD 2>/dev/null || commit="$commit+changes"
 zf_python - "$out/host.json" "$commit" "$0 $*" "$nullb" <<'EOF'
@@ -119,14 +132,22 @@ done < <(env)
 sel=()
 [ -n "${PEERS_WORKLOADS:-}" ] && sel+=(--workloads "$PEERS_WORKLOADS")
 
-vm=(scripts/zoned-vm.sh --timeout "$tmo" --nullb "$nullb")
+vm=(scripts/zoned-vm.sh --timeout "$tmo" "${devargs[@]}")
 [ -n "$mem" ] && vm+=(--mem "$mem")
+# The host's load while the guests run: another job on the host slows
+# the emulation, and the report should say when it did.
+(while :; do
+	printf '%s %s\n' "$(date +%H:%M:%S)" "$(cut -d' ' -f1-3 /proc/loadavg)"
+	sleep 30
+done) >>"$out/hostload.txt" &
+loadpid=$!
+trap 'kill "$loadpid" 2>/dev/null' EXIT
 rc=0
 for g in "${guests[@]}"; do
 	zf_log "guest for $g: null_blk $nullb; $reps run(s); results in $out"
 	grc=0
 	"${vm[@]}" -- env "${envs[@]}" python3 bench/peers.py run \
-		--device /dev/nullb0 --out "$out" --tag "$tag" --reps "$reps" \
+		--device "$dev" --out "$out" --tag "$tag" --reps "$reps" \
 		--systems "$g" "${smoke_arg[@]}" "${sel[@]}" || grc=$?
 	if [ "$grc" -ge 124 ]; then
 		zf_warn "the guest for $g did not finish (exit $grc): the report covers what it measured"

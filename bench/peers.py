@@ -563,7 +563,9 @@ def limit(dev, sz, workload, detail):
     """The device alone, through fio zonemode=zbd from the first sequential
     zone on: a single stream for rotation, WRITERS streams (one zone each
     at least) for concurrent, random reads over what was written for
-    reads. No file system, so WA is 1 by construction (measured anyway)."""
+    reads. No file system, so WA is 1 by construction (measured anyway,
+    over the bytes fio wrote: in zbd mode it writes a zone's capacity, not
+    its size, so a size asked for is not what it writes)."""
     base = ["--filename=" + dev.path, "--zonemode=zbd", "--direct=1",
             "--ioengine=psync", "--offset=%d" % (dev.nr_conv * dev.zone_bytes)]
     dev.reset()
@@ -573,7 +575,7 @@ def limit(dev, sz, workload, detail):
         j = fio("--name=seq", *base, "--rw=write", "--bs=1M",
                 "--size=%d" % size, "--end_fsync=1")
         return {"write_MBps": j["write"]["bw_bytes"] / 1e6,
-                "wa": wa_of(dev, s0, size)}
+                "wa": wa_of(dev, s0, j["write"]["io_bytes"])}
     if workload == "concurrent":
         # fio's zbd mode rounds a job's size down to whole zones: each
         # writer fills whole zones, at least WRITER_MB.
@@ -583,7 +585,7 @@ def limit(dev, sz, workload, detail):
                 "--size=%d" % per, "--offset_increment=%d" % per,
                 "--end_fsync=1")
         return {"write_MBps": j["write"]["bw_bytes"] / 1e6,
-                "wa": wa_of(dev, s0, per * sz["WRITERS"])}
+                "wa": wa_of(dev, s0, j["write"]["io_bytes"])}
     if workload == "reads":
         size = sz["READ_MB"] * MIB
         fio("--name=fill", *base, "--rw=write", "--bs=1M",

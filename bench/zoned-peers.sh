@@ -58,6 +58,7 @@ release build (default build-rel).
 EOF
 }
 
+cmdline="$0 $*"
 smoke=0 reps=3 tmo='' zns=0
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -111,7 +112,7 @@ mkdir -p "$out"
 rm -f "$out/samples.jsonl" "$out/meta.json" "$out/results."* "$out/hostload.txt"
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 git diff --quiet HEAD 2>/dev/null || commit="$commit+changes"
-zf_python - "$out/host.json" "$commit" "$0 $*" "$nullb" <<'EOF'
+zf_python - "$out/host.json" "$commit" "$cmdline" "$nullb" <<'EOF'
 import json, os, sys, time
 json.dump({"date": time.strftime("%Y-%m-%d %H:%M %Z"), "commit": sys.argv[2],
            "command": sys.argv[3], "nullb": sys.argv[4],

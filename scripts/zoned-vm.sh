@@ -119,8 +119,12 @@ mount -t proc proc /host/proc
 mount -t sysfs sysfs /host/sys
 mount -t devtmpfs devtmpfs /host/dev
 chroot /host /bin/bash /run/zvm/stage2.sh
-sync
-poweroff -f
+# A file system that hung in the kernel (a task in D state) would hang
+# sync, and poweroff's own sync, for ever: give sync 30 s, then go.
+sync & s=$!
+n=0
+while kill -0 $s 2>/dev/null && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
+poweroff -n -f
 EOF
 	chmod 755 "$root/init"
 	(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$initrd.tmp"
@@ -189,7 +193,9 @@ export PATH=$hostpath HOME=/root TERM=dumb LANG=C.UTF-8 ZONEFUSE_VM=1
 say "ready after $(cut -d' ' -f1 /proc/uptime)s"
 "${cmd[@]}" </dev/null >>/run/zvm/output 2>&1
 echo $? >/run/zvm/status
-sync
+# Bounded, as in init: a hung file system must not hang the guest.
+sync & s=$!
+for _ in $(seq 300); do kill -0 $s 2>/dev/null || break; sleep 0.1; done
 EOF
 
 gb=0

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# bench/zoned-peers.sh: zonefuse against the kernel's zoned file systems,
+# btrfs and F2FS, and against the device itself (fio zonemode=zbd), on one
+# real zoned device in a QEMU guest (scripts/zoned-vm.sh), reformatted
+# between systems (issue 26). bench/peers.py does the measuring in the
+# guest and the report here; its header says what each workload does.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+top=$(dirname "$here")
+# shellcheck source=scripts/lib.sh
+. "$top/scripts/lib.sh"
+
+# The devices. null_blk: 4 GiB in RAM, 64 MiB zones, 14 open and active,
+# and the 2 conventional zones F2FS needs for its metadata on one zoned
+# device (every system gets the same device; F2FS also needs the 4 GiB:
+# its reserve is counted in sections: about 2 GiB of 64 MiB sections).
+# The smoke uses the same device with small sizes (memory_backed: only
+# what is written takes the guest's memory). Not smaller zones: on 8 MiB
+# zones Debian 6.1's btrfs hangs (ordered extents that never complete)
+# writing a 64 MiB file.
+ZNS="logical_block_size=4096,physical_block_size=4096,zoned.zone_size=64M,zoned.zone_capacity=48M,zoned.max_open=14,zoned.max_active=14"
+NULLB="zoned=1 gb=4 bs=4096 zone_size=64 zone_capacity=64 zone_nr_conv=2 zone_max_open=14 zone_max_active=14 memory_backed=1"
+
+usage()
+{
+	cat <<EOF
+usage: bench/zoned-peers.sh [--smoke] [--reps N] [--timeout S] [-h]
+
+As root. Boots a QEMU guest (Debian's kernel, TCG) with a zoned null_blk
+for each system, the limit (fio zonemode=zbd), btrfs, F2FS and zonefuse,
+and runs the workloads of bench/peers.py on it REPS times (one guest per
+system: a kernel file system that hangs in D state takes its guest down
+with it, not the others' runs); then prints
+the table and writes bench/results/peers-TAG/ (samples.jsonl, meta.json,
+results.json, results.md, results.png) and bench/results/peers-TAG.json
+(results.json, to commit with a doc that quotes it).
+
+  --smoke      one small run of each workload, every system in one guest,
+               a few minutes (scripts/test.sh runs it); exits non-zero if
+               any workload failed on any system
+  --zns        on QEMU's emulated NVMe ZNS namespace instead (4 GiB, 64 MiB
+               zones of 48 MiB capacity, 14 open and active; results in
+               peers-zns). No F2FS there: it needs a conventional disk
+               beside the namespace for its metadata, which the guest
+               does not have
+  --reps N     runs of every workload on every system (default 3)
+  --timeout S  limit for the guest (default 10800; smoke 1200)
+
+Environment: PEERS_SYSTEMS=limit,btrfs,f2fs,zonefuse and
+PEERS_WORKLOADS=rotation,concurrent,mixed,reads choose; PEERS_NULLB=PARAMS
+replaces the null_blk parameters; PEERS_TAG=NAME names the results
+(default nullb: bench/results/peers-nullb/); PEERS_ROUNDS, PEERS_SHARDS,
+PEERS_SHARD_MB, PEERS_KEEP, PEERS_SPACE_WAIT, PEERS_FINAL_WAIT,
+PEERS_WRITERS, PEERS_WRITER_MB, PEERS_MIXED_MB, PEERS_READ_MB,
+PEERS_READ_SECS override the sizes (bench/peers.py, SIZES); BUILD=DIR the
+release build (default build-rel).
+EOF
+}
+
+cmdline="$0 $*"
+smoke=0 reps=3 tmo='' zns=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--smoke) smoke=1 ;;
+	--zns) zns=1 ;;
+	--reps)
+		reps=$2
+		shift
+		;;
+	--timeout)
+		tmo=$2
+		shift
+		;;
+	-h | --help)
+		usage
+		exit 0
+		;;
+	*)
+		usage >&2
+		exit 16
+		;;
+	esac
+	shift
+done
+
+[ "$(id -u)" = 0 ] || zf_die "zoned-peers.sh must run as root (it boots a guest that formats and mounts)"
+cd "$top"
+zf_install_pkgs "${ZF_BUILD_PKGS[@]}" "${ZF_BENCH_PKGS[@]}" ||
+	zf_die "cannot install the packages the suite needs"
+
+nullb=${PEERS_NULLB:-$NULLB}
+systems=${PEERS_SYSTEMS:-limit,btrfs,f2fs,zonefuse}
+dev=/dev/nullb0 devargs=(--nullb "$nullb") tagdev=nullb
+if [ "$zns" = 1 ]; then
+	nullb=none dev=/dev/nvme0n1 tagdev=zns
+	systems=${PEERS_SYSTEMS:-limit,btrfs,zonefuse}
+	devargs=(--nullb none --nvme-zns --zns-size 4G --zns "$ZNS")
+fi
+if [ "$smoke" = 1 ]; then
+	tag=$tagdev-smoke reps=1 tmo=${tmo:-1200} mem=2048 smoke_arg=(--smoke)
+	guests=("$systems")
+else
+	tag=${PEERS_TAG:-$tagdev} tmo=${tmo:-10800} mem='' smoke_arg=()
+	IFS=, read -r -a guests <<<"$systems"
+fi
+build=${BUILD:-build-rel}
+zf_build "$build" -Dbuildtype=release >/dev/null || zf_die "the release build in $build failed"
+
+out=bench/results/peers-$tag
+mkdir -p "$out"
+rm -f "$out/samples.jsonl" "$out/meta.json" "$out/results."* "$out/hostload.txt"
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD 2>/dev/null || commit="$commit+changes"
+zf_python - "$out/host.json" "$commit" "$cmdline" "$nullb" <<'EOF'
+import json, os, sys, time
+json.dump({"date": time.strftime("%Y-%m-%d %H:%M %Z"), "commit": sys.argv[2],
+           "command": sys.argv[3], "nullb": sys.argv[4],
+           "host_kernel": os.uname().release, "host_cpus": os.cpu_count(),
+           "host_load1_at_start": os.getloadavg()[0]},
+          open(sys.argv[1], "w"), indent=1)
+EOF
+
+# The guest gets the sizes' overrides through env: zoned-vm.sh passes
+# only the command line.
+envs=(ZONEFUSE="$build/src/zonefuse")
+while IFS='=' read -r k v; do
+	case $k in
+	PEERS_SYSTEMS | PEERS_WORKLOADS | PEERS_NULLB | PEERS_TAG) ;;
+	PEERS_*) envs+=("$k=$v") ;;
+	esac
+done < <(env)
+sel=()
+[ -n "${PEERS_WORKLOADS:-}" ] && sel+=(--workloads "$PEERS_WORKLOADS")
+
+vm=(scripts/zoned-vm.sh --timeout "$tmo" "${devargs[@]}")
+[ -n "$mem" ] && vm+=(--mem "$mem")
+# The host's load while the guests run: another job on the host slows
+# the emulation, and the report should say when it did.
+(while :; do
+	printf '%s %s\n' "$(date +%H:%M:%S)" "$(cut -d' ' -f1-3 /proc/loadavg)"
+	sleep 30
+done) >>"$out/hostload.txt" &
+loadpid=$!
+trap 'kill "$loadpid" 2>/dev/null' EXIT
+rc=0
+for g in "${guests[@]}"; do
+	zf_log "guest for $g: null_blk $nullb; $reps run(s); results in $out"
+	grc=0
+	"${vm[@]}" -- env "${envs[@]}" python3 bench/peers.py run \
+		--device "$dev" --out "$out" --tag "$tag" --reps "$reps" \
+		--systems "$g" "${smoke_arg[@]}" "${sel[@]}" || grc=$?
+	if [ "$grc" -ge 124 ]; then
+		zf_warn "the guest for $g did not finish (exit $grc): the report covers what it measured"
+	fi
+	[ "$rc" -ne 0 ] || rc=$grc
+done
+if [ -s "$out/samples.jsonl" ]; then
+	png=(--png)
+	zf_python -c 'import matplotlib' 2>/dev/null || png=()
+	zf_python bench/peers.py report "$out" "${png[@]}" || { [ "$rc" -ne 0 ] || rc=1; }
+	[ "$smoke" = 1 ] || cp "$out/results.json" "bench/results/peers-$tag.json"
+else
+	zf_warn "no samples in $out/samples.jsonl"
+	[ "$rc" -ne 0 ] || rc=1
+fi
+exit "$rc"

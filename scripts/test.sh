@@ -125,9 +125,21 @@ try:
             else:
                 fail += 1
                 out = (t.get("stdout") or "") + (t.get("stderr") or "")
-                last = out.rstrip("\n").splitlines()[-30:]
-                tails.append(f"  -- {sys.argv[2]}: {t.get('name')}: {r} "
-                             f"(exit {t.get('returncode')}); its last lines:\n"
+                lines = out.rstrip("\n").splitlines()
+                # Check's verdicts ("file:line:F:case:test:0: message")
+                # and its summary go to stdout, which meson may keep apart
+                # from a chatty stderr: name them before the tail.
+                verdicts = [l for l in lines
+                            if ":F:" in l or ":E:" in l or "%: Checks:" in l]
+                last = lines[-30:]
+                head = f"  -- {sys.argv[2]}: {t.get('name')}: {r} " \
+                       f"(exit {t.get('returncode')})"
+                if verdicts:
+                    head += "; its failed checks:\n" + "".join(
+                        f"  ! {l}\n" for l in verdicts[:20]) + "  and"
+                else:
+                    head += ";"
+                tails.append(head + " its last lines:\n"
                              + "".join(f"  | {l}\n" for l in last))
 except OSError:
     pass

@@ -63,6 +63,12 @@ int cli_mount_helper(int argc, char **argv);
 int cli_umount_helper(int argc, char **argv);
 int cli_label(int argc, char **argv);
 
+/*
+ * zonefuse probe [--udev] DEVICE (cli_probe.c): exit 0 when DEVICE holds
+ * a zonefuse file system, 2 when it holds none, 1 when it cannot be read.
+ */
+int cli_probe(int argc, char **argv);
+
 /* Print "zonefuse VERSION" on stdout, as every -V/--version does; 0. */
 int cli_version(void);
 

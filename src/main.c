@@ -19,6 +19,7 @@ static const struct {
 	{ "mount", cli_mount, "mount a file system" },
 	{ "fsck", cli_fsck, "check (and repair) a file system" },
 	{ "label", cli_label, "show or change the label" },
+	{ "probe", cli_probe, "say whether a device holds zonefuse (as blkid)" },
 	{ "scrub", cli_scrub, "read all file data and check its checksums" },
 	{ "stat", cli_stat, "space, zones, write amplification, wear" },
 	{ "dump", cli_dump, "the namespace and each file's extents" },

@@ -30,7 +30,11 @@
 # - umount returns only once the daemon has written back 150 MiB it staged
 #   and exited (umount.zonefuse), for each way of mounting;
 # - zonefuse label: set, read back, refused while mounted on a mount point
-#   with a space (mountinfo's "\040"), which the message names.
+#   with a space (mountinfo's "\040"), which the message names;
+# - zonefuse probe: blkid(8)'s line and exit codes (0, 2 for nothing, 1),
+#   udev's properties encoded as udev's blkid builtin encodes them, and the
+#   installed udev rule naming the installed binary (tests/real/udev.sh
+#   runs the rule under systemd-udevd on a zoned null_blk).
 set -uo pipefail
 
 # Into a mount namespace of its own (above), when this machine lets root
@@ -158,7 +162,7 @@ case $want in
 "zonefuse "[0-9]*) ;;
 *) e2e_fail "zonefuse --version printed '$want'" ;;
 esac
-for cmd in "" emu "emu create" "emu media-error" zones mkfs mount fsck label scrub stat dump; do
+for cmd in "" emu "emu create" "emu media-error" zones mkfs mount fsck label probe scrub stat dump; do
 	for v in -V --version; do
 		# shellcheck disable=SC2086 # $cmd is one or two words
 		got=$("$Z" $cmd $v 2>&1)
@@ -524,5 +528,44 @@ case $out in
 *) e2e_fail "mkfs -L given -U ... did not print them: $out" ;;
 esac
 expect_rc 16 "mkfs -U not-a-uuid" "$Z" mkfs --force -U not-a-uuid "$img"
+
+# ---- probe -------------------------------------------------------------------
+
+e2e_log "probe: blkid's line and exit codes, udev's properties, the installed udev rule"
+uuid=01234567-89ab-4def-8123-456789abcdef
+expect_rc 0 "mkfs for probe" "$Z" mkfs --force -L 'a "q" b' -U "$uuid" "$img"
+expect_rc 0 "zonefuse probe" "$Z" probe "$img"
+[ "$out" = "$img: UUID=\"$uuid\" LABEL=\"a \\\"q\\\" b\" TYPE=\"zonefuse\"" ] ||
+	e2e_fail "zonefuse probe printed '$out'"
+expect_rc 0 "zonefuse probe --udev" "$Z" probe --udev "$img"
+want="ID_FS_TYPE=zonefuse
+ID_FS_USAGE=filesystem
+ID_FS_UUID=$uuid
+ID_FS_UUID_ENC=$uuid
+ID_FS_LABEL=a_\"q\"_b
+ID_FS_LABEL_ENC=a\\x20\\x22q\\x22\\x20b"
+[ "$out" = "$want" ] || e2e_fail "zonefuse probe --udev printed '$out', want '$want'"
+expect_rc 0 "mkfs with no label" "$Z" mkfs --force -U "$uuid" "$img"
+expect_rc 0 "zonefuse probe --udev (no label)" "$Z" probe --udev "$img"
+case $out in
+*LABEL*) e2e_fail "probe --udev of a file system with no label printed a label: $out" ;;
+esac
+blank=$E2E_WORK/probe-blank.img
+out=$("$Z" emu create "$blank" --size 64M --zone-size 4M 2>&1) || e2e_die "emu create $blank failed: $out"
+expect_rc 2 "zonefuse probe of an image with no file system" "$Z" probe "$blank"
+[ -z "$out" ] || e2e_fail "zonefuse probe of a blank image printed '$out'"
+head -c 1M /dev/zero >"$E2E_WORK/zeros"
+expect_rc 2 "zonefuse probe of a file of zeros" "$Z" probe "$E2E_WORK/zeros"
+expect_rc 1 "zonefuse probe of a missing path" "$Z" probe "$E2E_WORK/none"
+case $out in
+*"$E2E_WORK/none: No such file or directory"*) ;;
+*) e2e_fail "zonefuse probe of a missing path said '$out'" ;;
+esac
+expect_rc 16 "zonefuse probe with no device" "$Z" probe
+expect_rc 16 "zonefuse probe --no-such-option" "$Z" probe --no-such-option "$img"
+rules=$(find "$root" -name 64-zonefuse.rules)
+[ -n "$rules" ] || e2e_fail "meson install put no 64-zonefuse.rules under $root"
+want="IMPORT{program}=\"${Z#"$root"} probe --udev \$devnode\""
+grep -qxF "$want" "$rules" || e2e_fail "$rules does not run the installed binary: no line '$want'"
 
 e2e_end

@@ -5,8 +5,8 @@
 # ($ZONEFUSE_NULLB, $ZONEFUSE_ZNS), or on the devices named as arguments;
 # the mixed space workload (random overwrites at 90% full, every byte
 # checked) on a null_blk device with an active limit; the stress workload
-# on each device with both an open and an active limit; then the
-# page-cache test of e2e-ops on the guest's kernel.
+# on each device with both an open and an active limit; the udev rule on
+# null_blk; then the page-cache test of e2e-ops on the guest's kernel.
 set -uo pipefail
 
 B=${ZONEFUSE_BUILD:-build}
@@ -51,6 +51,12 @@ for d in "${devs[@]}"; do
 	check "mount end to end" /tmp/mount.log \
 		env ZONEFUSE="$B/src/zonefuse" bash tests/real/mount.sh "$d"
 done
+# The udev rule (by-uuid/by-label links, lsblk -f, its watch) under the
+# host's systemd-udevd, on the null_blk device.
+if [ -n "${ZONEFUSE_NULLB:-}" ]; then
+	check "udev rule on $ZONEFUSE_NULLB" /tmp/udev.log \
+		env ZONEFUSE="$B/src/zonefuse" bash tests/real/udev.sh "$ZONEFUSE_NULLB"
+fi
 # Reclaim and placement near full under the device's own zone rules: on a
 # null_blk with an active limit (the tightest of the geometries), where
 # private heads must share zones; about 40 s for 1 GiB under TCG.

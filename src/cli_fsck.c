@@ -5,10 +5,12 @@
  * (-p/-a, -n, -y, -f, -C FD, -v, -V) and its exit codes.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "zonefuse/zfs.h"
@@ -28,7 +30,9 @@ static void fsck_usage(FILE *f)
 		"  -n            check only, write nothing (the default)\n"
 		"  -f            force: accepted; a check always runs in full\n"
 		"  -v            accepted; every finding is always printed\n"
-		"  -C FD         accepted for fsck(8); no progress is reported\n"
+		"  -C FD         report progress as e2fsck does: lines \"PASS DONE TOTAL\n"
+		"                DEVICE\" on descriptor FD (pass 1 the metadata, 2 the\n"
+		"                data), or with FD 0 a line on a terminal's stdout\n"
 		"  --data        also read every block of file data and check its\n"
 		"                checksum (zonefuse scrub does this on a mounted one)\n"
 		"  --json        print the result as one JSON object\n"
@@ -42,16 +46,58 @@ struct fsck_out {
 	bool json;
 	json_t *problems; /* with json */
 	bool short_mem;	  /* a finding could not be kept */
+	/* -C: e2fsck's progress, as fsck(8) reads it (misc/fsck.c). */
+	int progress_fd; /* -1: none; 0: a line on stdout; else lines
+			    "PASS DONE TOTAL DEVICE" to it */
+	const char *dev;
+	unsigned int pass; /* of the last report */
+	int permille;	   /* of the last report: reports are made only when
+			      it changes */
+	bool drawn;	   /* a progress line is on the terminal */
 };
+
+/* Clear the terminal's progress line before anything else is printed. */
+static void fsck_progress_clear(struct fsck_out *o)
+{
+	if (o->drawn)
+		printf("\r%*s\r", 79, "");
+	o->drawn = false;
+}
+
+static void fsck_progress(void *arg, unsigned int pass, uint64_t done,
+			  uint64_t total)
+{
+	struct fsck_out *o = arg;
+	int permille = total ? (int)(done * 1000 / total) : 0;
+
+	if (pass == o->pass && permille == o->permille)
+		return;
+	o->pass = pass;
+	o->permille = permille;
+	if (o->progress_fd > 0) {
+		/* Like e2fsck: a reader that went away does not stop fsck. */
+		if (dprintf(o->progress_fd, "%u %" PRIu64 " %" PRIu64 " %s\n",
+			    pass, done, total, o->dev) < 0)
+			o->progress_fd = -1;
+		return;
+	}
+	printf("\r%s: %s %3d.%d%%", o->dev, pass == 1 ? "metadata" : "data",
+	       permille / 10, permille % 10);
+	fflush(stdout);
+	o->drawn = true;
+}
 
 static void fsck_say(void *arg, const struct zfs_finding *f)
 {
 	struct fsck_out *o = arg;
 
-	if (!o->json)
-		printf("%s\n", f->text);
-	else if (cli_json_finding(o->problems, f))
-		o->short_mem = true;
+	if (o->json) {
+		if (cli_json_finding(o->problems, f))
+			o->short_mem = true;
+		return;
+	}
+	fsck_progress_clear(o);
+	printf("%s\n", f->text);
 }
 
 /*
@@ -108,7 +154,7 @@ int cli_fsck(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct zfs_fsck_result res;
-	struct fsck_out out = { 0 };
+	struct fsck_out out = { .progress_fd = -1, .pass = 0, .permille = -1 };
 	unsigned int flags = 0;
 	char err[512] = "";
 	/* The last of -p/-a, -n, -y given, as e2fsck takes at most one. */
@@ -141,6 +187,14 @@ int cli_fsck(int argc, char **argv)
 			/* fsck(8) passes "-C FD" or "-C0": a descriptor. */
 			if (cli_u32_arg("fsck", "-C", optarg, &fd))
 				return ZFS_FSCK_USAGE;
+			if (fd > 0 && (fd > INT32_MAX ||
+				       fcntl((int)fd, F_GETFL) < 0)) {
+				cli_error("fsck",
+					  "-C %s: descriptor %s is not open (give one open for writing, or 0 for a progress line on the terminal)",
+					  optarg, optarg);
+				return ZFS_FSCK_USAGE;
+			}
+			out.progress_fd = (int)fd;
 			break;
 		case 'V':
 			return cli_version();
@@ -173,8 +227,14 @@ int cli_fsck(int argc, char **argv)
 		}
 	}
 	cli_wait_released(argv[optind]);
-	ret = zfs_fsck(argv[optind], flags, fsck_say, &out, &res, err,
-		       sizeof(err));
+	/* A progress line would break the JSON, or a file stdout is. */
+	if (out.progress_fd == 0 && (out.json || !isatty(STDOUT_FILENO)))
+		out.progress_fd = -1;
+	out.dev = argv[optind];
+	ret = zfs_fsck_progress(argv[optind], flags, fsck_say,
+				out.progress_fd >= 0 ? fsck_progress : NULL,
+				&out, &res, err, sizeof(err));
+	fsck_progress_clear(&out);
 	if (out.json) {
 		if (fsck_json(argv[optind], flags, &res, ret, err, &out)) {
 			cli_error("fsck", "%s: writing the JSON result failed",

@@ -30,6 +30,7 @@
  */
 struct fsck {
 	zfs_finding_fn *say;
+	zfs_progress_fn *progress; /* may be NULL */
 	void *arg;
 	struct zfs_fsck_result *res;
 	bool hold;
@@ -233,6 +234,13 @@ static void fsck_journal(struct fsck *f, const struct jrnl_replay_info *ri,
 }
 
 /* A file scrub found damaged: one problem, left (no copy to repair from). */
+static void fsck_data_progress(void *arg, const struct zfs_scrub_total *t)
+{
+	struct fsck *f = arg;
+
+	f->progress(f->arg, 2, t->files, t->files_total);
+}
+
 static void fsck_data_found(void *arg, const char *path, uint64_t ino,
 			    const struct zfs_scrub_file *r)
 {
@@ -279,6 +287,8 @@ static int fsck_pass(const char *path, bool repair, bool data, struct fsck *f,
 	int ret;
 
 	memset(f->res, 0, sizeof(*f->res));
+	if (f->progress)
+		f->progress(f->arg, 1, 0, 1);
 	o.rdonly = !repair;
 	o.defer_threads = true;
 	o.salvage = repair;
@@ -292,10 +302,14 @@ static int fsck_pass(const char *path, bool repair, bool data, struct fsck *f,
 	fsck_journal(f, &fs->replay, repair,
 		     repair && jrnl_super_unwritable(fs->j) == ZF_NO_ZONE);
 	ret = zfs_check(fs, repair, fsck_emit, f, f->res);
+	if (!ret && f->progress)
+		f->progress(f->arg, 1, 1, 1);
 	if (!ret && data) {
 		struct zfs_scrub_total t;
 
-		ret = zfs_scrub_all(fs, fsck_data_found, NULL, f, &t);
+		ret = zfs_scrub_all(fs, fsck_data_found,
+				    f->progress ? fsck_data_progress : NULL, f,
+				    &t);
 		f->res->data_bytes = t.bytes;
 		f->res->data_files = t.files;
 		f->res->damaged_files = t.damaged_files;
@@ -343,8 +357,17 @@ static int fsck_pass(const char *path, bool repair, bool data, struct fsck *f,
 int zfs_fsck(const char *path, unsigned int flags, zfs_finding_fn *say,
 	     void *arg, struct zfs_fsck_result *res, char *err, size_t errlen)
 {
+	return zfs_fsck_progress(path, flags, say, NULL, arg, res, err,
+				 errlen);
+}
+
+int zfs_fsck_progress(const char *path, unsigned int flags,
+		      zfs_finding_fn *say, zfs_progress_fn *progress, void *arg,
+		      struct zfs_fsck_result *res, char *err, size_t errlen)
+{
 	bool repair = flags & ZFS_FSCK_REPAIR, data = flags & ZFS_FSCK_DATA;
-	struct fsck f = { .say = say, .arg = arg, .res = res, .hold = repair };
+	struct fsck f = { .say = say, .progress = progress, .arg = arg,
+			  .res = res, .hold = repair };
 	int ret;
 
 	/* The data is read in the last pass only: said once. */

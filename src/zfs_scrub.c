@@ -222,6 +222,9 @@ int zfs_scrub_all(struct zfs *fs,
 		}
 	}
 	zlock_unrw(&fs->meta_lock);
+	tot->files_total = n;
+	if (progress && !ret)
+		progress(arg, tot);
 	for (i = 0; i < n && !ret; i++) {
 		ret = zfs_scrub_file(fs, inos[i], r);
 		if (ret == -ENOENT) {

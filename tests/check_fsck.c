@@ -1252,6 +1252,77 @@ START_TEST(test_readdir_dangling_parent)
 }
 END_TEST
 
+/* ---- progress (-C) ---------------------------------------------------------------- */
+
+struct progress_log {
+	unsigned int n;
+	struct {
+		unsigned int pass;
+		uint64_t done, total;
+	} at[16];
+};
+
+static void progress_rec(void *arg, unsigned int pass, uint64_t done,
+			 uint64_t total)
+{
+	struct progress_log *l = arg;
+
+	ck_assert_uint_lt(l->n, ZF_ARRAY_SIZE(l->at));
+	l->at[l->n].pass = pass;
+	l->at[l->n].done = done;
+	l->at[l->n].total = total;
+	l->n++;
+}
+
+static void progress_ignore(void *arg, const struct zfs_finding *f)
+{
+	(void)arg;
+	(void)f;
+}
+
+/*
+ * Pass 1 (the metadata) goes from 0 to 1 of 1; with the data, pass 2
+ * counts the files that hold data, from 0 to all of them, in order.
+ */
+START_TEST(test_progress)
+{
+	struct zfs_fsck_result res;
+	struct progress_log l = { 0 };
+	char err[256] = "";
+	struct zfs *fs;
+	unsigned int i;
+
+	fs = tu_mount(tu_img, false);
+	populate(fs); /* two files with data: /d/f and /g */
+	tu_unmount(fs);
+	ck_assert_int_eq(zfs_fsck_progress(tu_img, ZFS_FSCK_DATA,
+					   progress_ignore, progress_rec, &l,
+					   &res, err, sizeof(err)),
+			 ZFS_FSCK_OK);
+	ck_assert_uint_eq(l.n, 5);
+	ck_assert_uint_eq(l.at[0].pass, 1);
+	ck_assert_uint_eq(l.at[0].done, 0);
+	ck_assert_uint_eq(l.at[1].pass, 1);
+	ck_assert_uint_eq(l.at[1].done, 1);
+	ck_assert_uint_eq(l.at[1].total, 1);
+	for (i = 2; i < 5; i++) {
+		ck_assert_uint_eq(l.at[i].pass, 2);
+		ck_assert_uint_eq(l.at[i].done, i - 2);
+		ck_assert_uint_eq(l.at[i].total, 2);
+	}
+
+	/* Without the data: pass 1 only. */
+	l.n = 0;
+	ck_assert_int_eq(zfs_fsck_progress(tu_img, 0, progress_ignore,
+					   progress_rec, &l, &res, err,
+					   sizeof(err)),
+			 ZFS_FSCK_OK);
+	ck_assert_uint_eq(l.n, 2);
+	ck_assert_uint_eq(l.at[1].pass, 1);
+	ck_assert_uint_eq(l.at[1].done, 1);
+}
+END_TEST
+
 /* ---- the suite ---------------------------------------------------------------- */
 
 static void add(Suite *s, const char *name, const TTest *t)
@@ -1285,6 +1356,7 @@ static Suite *fsck_suite(void)
 	add(s, "truncated", test_truncated);
 	add(s, "fuzz_records", test_fuzz_records);
 	add(s, "readdir_dangling_parent", test_readdir_dangling_parent);
+	add(s, "progress", test_progress);
 	return s;
 }
 

@@ -215,6 +215,20 @@ int zfs_fsck(const char *path, unsigned int flags, zfs_finding_fn *say,
 	     void *arg, struct zfs_fsck_result *res, char *err, size_t errlen);
 
 /*
+ * How far a check has come, as e2fsck -C reports it: @pass 1 is the
+ * metadata (replay and check: @done 0, then 1 of @total 1), pass 2 the
+ * data (ZFS_FSCK_DATA: files read of the files that have data). A repair
+ * that needs a second run starts again at pass 1.
+ */
+typedef void zfs_progress_fn(void *arg, unsigned int pass, uint64_t done,
+			     uint64_t total);
+
+/* zfs_fsck() that also reports its progress to @progress (with @arg). */
+int zfs_fsck_progress(const char *path, unsigned int flags,
+		      zfs_finding_fn *say, zfs_progress_fn *progress, void *arg,
+		      struct zfs_fsck_result *res, char *err, size_t errlen);
+
+/*
  * Open a device (zdev_open) and mount the file system on it. The replayed
  * metadata goes through the check fsck runs; damage (a journal damaged in
  * the middle, a problem fsck would report) fails a writable mount with
@@ -513,12 +527,14 @@ int zfs_scrub_file(struct zfs *fs, uint64_t ino, struct zfs_scrub_file *r);
 struct zfs_scrub_total {
 	uint64_t files, bytes;
 	uint64_t damaged_files, damaged_ranges;
+	uint64_t files_total; /* the files with data when the scrub began */
 };
 
 /*
  * zfs_scrub_file() of every regular file. @found gets each damaged one,
- * with a path to it; @progress (may be NULL) the running totals after
- * each file. 0 or an errno (the scrub could not go on).
+ * with a path to it; @progress (may be NULL) the running totals before
+ * the first file and after each. 0 or an errno (the scrub could not go
+ * on).
  */
 int zfs_scrub_all(struct zfs *fs,
 		  void (*found)(void *arg, const char *path, uint64_t ino,

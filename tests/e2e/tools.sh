@@ -16,6 +16,7 @@
 # - fsck -t zonefuse -n/-p/-a/-y/-f, and fsck of an fstab line of type
 #   fuse.zonefuse (fsck.fuse.zonefuse), on a clean and on a damaged image
 #   (one superblock copy overwritten): fsck(8)'s exit codes 0, 1, 4, 8, 16;
+#   fsck.zonefuse -C FD's progress lines (fsck(8) passes -C to ext* only);
 # - mkfs -t zonefuse refuses an image holding btrfs, f2fs or ext4 (made
 #   by their own mkfs into the image's device bytes), naming it, and with
 #   --force makes zonefuse, after which blkid finds nothing;
@@ -222,6 +223,31 @@ expect_rc 16 "fsck -t zonefuse -n -y" fsck -t zonefuse -n -y "$img"
 expect_rc 16 "fsck -t zonefuse -p -y" fsck -t zonefuse -p -y "$img"
 expect_rc 16 "fsck -t zonefuse -C x" fsck -t zonefuse -C x "$img"
 expect_rc 8 "fsck -t zonefuse -n on a missing device" fsck -t zonefuse -n "$E2E_WORK/missing.img"
+
+e2e_log "fsck.zonefuse -C FD: e2fsck's progress lines, pass 1 the metadata and 2 the data; -C 0 off a terminal adds nothing; a descriptor not open is a usage error"
+pmnt=$E2E_WORK/progress-mnt
+mkdir -p "$pmnt"
+e2e_mount "$img" "$pmnt"
+for i in 1 2 3; do head -c $((i * 70000)) /dev/urandom >"$pmnt/f$i"; done
+e2e_umount "$img" "$pmnt"
+expect_rc 0 "fsck.zonefuse -C 3 --data" fsck.zonefuse -C 3 --data "$img" 3>"$E2E_WORK/progress"
+want="1 0 1 $img
+1 1 1 $img
+2 0 3 $img
+2 1 3 $img
+2 2 3 $img
+2 3 3 $img"
+[ "$(cat "$E2E_WORK/progress")" = "$want" ] ||
+	e2e_fail "fsck.zonefuse -C 3 --data wrote '$(cat "$E2E_WORK/progress")', want '$want'"
+expect_rc 0 "fsck.zonefuse -n" fsck.zonefuse -n "$img"
+plain=$out
+expect_rc 0 "fsck.zonefuse -C 0 -n, stdout not a terminal" fsck.zonefuse -C 0 -n "$img"
+[ "$out" = "$plain" ] || e2e_fail "fsck.zonefuse -C 0 printed '$out' off a terminal, want '$plain'"
+expect_rc 16 "fsck.zonefuse -C 9 (not open)" fsck.zonefuse -C 9 -n "$img"
+case $out in
+*"-C 9: descriptor 9 is not open"*) ;;
+*) e2e_fail "fsck.zonefuse -C 9 did not say why: $out" ;;
+esac
 
 # ---- mkfs(8) and other file systems' signatures ----------------------------
 

@@ -11,7 +11,11 @@
 
 PY=/usr/bin/python3
 EXAMPLE=$(cd "$(dirname "$0")/../../examples" && pwd -P)/train_ckpt.py
-STEPS=12
+# The run must still be going when the loop below sees step KILL_AFTER's
+# checkpoint: with 12 steps of 0.08 s that left 0.6 s, which the polling
+# (a sed and a tail every 50 ms) missed beside stress-ng (a fresh-clone
+# run, 2026-12-04). 40 steps leave about 3 s.
+STEPS=40
 # Checkpoints of ~3 MiB (the example's default is ~13): quick, still chunks.
 ARGS=(--steps "$STEPS" --hidden 512)
 KILL_AFTER=5 # kill once this step's checkpoint is reported: mostly mid-save
@@ -83,7 +87,7 @@ e2e_check "the resumed run ends with the reference weights" \
 	test "$(digest_of "$E2E_WORK/run2.log" '^done')" = "$REF"
 KEPT=$(find "$MNT/run" -maxdepth 1 -printf '%f\n' | grep -v '^run$' | sort | tr '\n' ' ')
 e2e_check "the last 3 checkpoints are kept, nothing else: $KEPT" \
-	test "$KEPT" = "ckpt-000010.pt ckpt-000011.pt ckpt-000012.pt "
+	test "$KEPT" = "$(printf 'ckpt-%06d.pt ' $((STEPS - 2)) $((STEPS - 1)) "$STEPS")"
 sed 's/^/  run1: /' "$E2E_WORK/run1.log" | tail -n 3
 sed 's/^/  run2: /' "$E2E_WORK/run2.log" | head -n 3
 

@@ -238,7 +238,7 @@ real_zns="logical_block_size=4096,physical_block_size=4096,zoned.zone_size=16M,z
 
 stage_real_device()
 {
-	local g i=0 bad=0 extra
+	local g i=0 bad=0 extra once
 
 	if [ "${ZONEFUSE_SKIP_VM:-0}" = 1 ]; then
 		echo "  skipped: ZONEFUSE_SKIP_VM=1"
@@ -246,13 +246,13 @@ stage_real_device()
 		return 0
 	fi
 	for g in "${real_geometries[@]}"; do
-		extra=()
-		[ "$i" = 0 ] && extra=(--nvme-zns --zns "$real_zns" --zns-size 1G)
+		extra=() once=0
+		[ "$i" = 0 ] && extra=(--nvme-zns --zns "$real_zns" --zns-size 1G) once=1
 		i=$((i + 1))
 		echo "  -- guest $i: null_blk $g${extra[*]:+ + NVMe ZNS}"
 		if ! scripts/zoned-vm.sh --timeout 900 \
 			--nullb "zoned=1 gb=1 memory_backed=1 $g" "${extra[@]}" \
-			-- env ZONEFUSE_BUILD=build tests/real/run.sh; then
+			-- env ZONEFUSE_BUILD=build ZONEFUSE_REAL_ONCE="$once" tests/real/run.sh; then
 			bad=$((bad + 1))
 		fi
 	done

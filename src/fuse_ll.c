@@ -132,6 +132,14 @@ static void fs_ll_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	/*
+	 * An O_DIRECT write through a cached handle drops the written range
+	 * from the page cache again once it completes, but only if it
+	 * completes within the syscall: asynchronous direct I/O (io_uring,
+	 * libaio) left pages a reader brought in meanwhile, with the old
+	 * bytes (docs/design.md, "The page cache").
+	 */
+	conn->want &= ~FUSE_CAP_ASYNC_DIO;
 }
 
 static void fs_ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)

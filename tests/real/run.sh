@@ -6,7 +6,9 @@
 # the mixed space workload (random overwrites at 90% full, every byte
 # checked) on a null_blk device with an active limit; the stress workload
 # on each device with both an open and an active limit; the udev rule on
-# null_blk; then the page-cache test of e2e-ops on the guest's kernel.
+# null_blk; then the page-cache tests of e2e-ops on the guest's kernel.
+# ZONEFUSE_REAL_ONCE=1 adds what one guest is enough for: the udev rule
+# and asynchronous O_DIRECT writes beside readers.
 set -uo pipefail
 
 B=${ZONEFUSE_BUILD:-build}
@@ -52,8 +54,9 @@ for d in "${devs[@]}"; do
 		env ZONEFUSE="$B/src/zonefuse" bash tests/real/mount.sh "$d"
 done
 # The udev rule (by-uuid/by-label links, lsblk -f, its watch) under the
-# host's systemd-udevd, on the null_blk device.
-if [ -n "${ZONEFUSE_NULLB:-}" ]; then
+# host's systemd-udevd, on the null_blk device: in one guest of the three
+# scripts/test.sh boots (ZONEFUSE_REAL_ONCE=1; it takes about 40 s).
+if [ -n "${ZONEFUSE_NULLB:-}" ] && [ "${ZONEFUSE_REAL_ONCE:-0}" = 1 ]; then
 	check "udev rule on $ZONEFUSE_NULLB" /tmp/udev.log \
 		env ZONEFUSE="$B/src/zonefuse" bash tests/real/udev.sh "$ZONEFUSE_NULLB"
 fi
@@ -90,4 +93,12 @@ done
 check "page cache, uncached writers, readahead and the kernel's caches on $(uname -r)" \
 	/tmp/ops.log env ZONEFUSE="$B/src/zonefuse" python3 tests/e2e/ops.py uncached_writer \
 	mount_options negative_lookup readdir_cache symlink_cache
+# Asynchronous O_DIRECT writes beside buffered readers (issue 23, item 6):
+# 6.1 under TCG is where it failed (1 round in 4); in one guest
+# (ZONEFUSE_REAL_ONCE, scripts/test.sh), 8 rounds of about 8 s.
+if [ "${ZONEFUSE_REAL_ONCE:-0}" = 1 ]; then
+	check "asynchronous O_DIRECT writes beside buffered readers on $(uname -r)" \
+		/tmp/dio.log env ZONEFUSE="$B/src/zonefuse" E2E_DIO_ROUNDS=8 \
+		python3 tests/e2e/ops.py async_direct_write
+fi
 exit $failed

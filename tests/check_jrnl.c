@@ -1030,10 +1030,18 @@ START_TEST(test_snapshot_multizone)
 	ck_assert_uint_gt(js.snap_bytes, TU_MIB);
 	tu_unmount(fs);
 
+	/*
+	 * After the roll the log is short: the unmount's COUNTERS, and a
+	 * ZONE_RESET for each zone the roll freed (the old chains and
+	 * snapshots, both copies) that the reclaim thread reset before the
+	 * unmount: up to one per zone, as many as timing allows (usually 8
+	 * resets and the counters; 13 records beside other jobs, 2026-12-04,
+	 * which failed the bound of 10 this had).
+	 */
 	fs = tu_mount(tu_img, true);
 	ck_assert_uint_ge(fs->replay.chain_zones, 2);
 	ck_assert_uint_gt(fs->replay.snap_bytes, TU_MIB);
-	ck_assert_uint_lt(fs->replay.log_records, 10);
+	ck_assert_uint_lt(fs->replay.log_records, 10 + 96);
 	many_there(fs);
 	tu_unmount(fs);
 

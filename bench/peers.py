@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """zonefuse against btrfs and F2FS on one zoned device (issue 26).
 
-  peers.py run --device DEV --out DIR [--smoke] [--reps N]
+  peers.py run --device DEV [--meta-device DEV2] --out DIR [--smoke] [--reps N]
                [--systems limit,btrfs,f2fs,zonefuse]
                [--workloads rotation,concurrent,mixed,reads]
   peers.py step --device DEV --system S --workload W [--rep N] [--smoke]
@@ -22,7 +22,10 @@ The systems:
             sequential writes, 4 KiB random reads): what the device gives
   btrfs     mkfs.btrfs (it finds the zoned device itself), default options
   f2fs      mkfs.f2fs -m, default options (its metadata on DEV's
-            conventional zones)
+            conventional zones; with --meta-device, a device without
+            conventional zones, as an NVMe ZNS namespace, gets F2FS's
+            metadata on DEV2, a small regular disk, as the first device
+            of the volume: mkfs.f2fs -m -c DEV DEV2, mounted from DEV2)
   zonefuse  zonefuse mkfs, default options; zonefuse mount
 
 The workloads (sizes in SIZES below; a checkpoint is SHARDS files):
@@ -47,7 +50,8 @@ The workloads (sizes in SIZES below; a checkpoint is SHARDS files):
               with 1 and with 4 threads (caches dropped before each)
 
 Write amplification is the sectors the device took (/sys/block/DEV/stat,
-sectors written, x512), from just after the mount to after the unmount
+sectors written, x512, and DEV2's with --meta-device, whatever system
+wrote them), from just after the mount to after the unmount
 (and, for zonefuse, after its daemon let go of the device), over the
 bytes the program wrote. It is exact and does not depend on the
 emulation's speed; throughput and latency in the TCG guest do.
@@ -131,9 +135,13 @@ class Dev:
     # _IOWR(0x12, 130, struct blk_zone_report), a 16-byte header.
     BLKREPORTZONE = 0xC0101282
 
-    def __init__(self, path):
+    def __init__(self, path, meta=None):
         self.path = path
         self.name = os.path.basename(os.path.realpath(path))
+        # A regular disk beside a device without conventional zones, for
+        # a system that needs one (F2FS's metadata); None: no such disk.
+        self.meta = meta
+        self.meta_name = meta and os.path.basename(os.path.realpath(meta))
         q = "/sys/block/%s/queue/" % self.name
         self.nr_zones = int(open(q + "nr_zones").read())
         self.zone_bytes = int(open(q + "chunk_sectors").read()) * 512
@@ -141,9 +149,18 @@ class Dev:
         self.nr_conv = sum(1 for z in self.zones0 if z[0] == 1)
         self.zone_cap = max(z[3] for z in self.zones0 if z[0] != 1)
 
-    def write_sectors(self):
-        with open("/sys/block/%s/stat" % self.name) as f:
+    @staticmethod
+    def _written(name):
+        with open("/sys/block/%s/stat" % name) as f:
             return int(f.read().split()[6])
+
+    def write_sectors(self):
+        """Sectors written to the device and to the meta device."""
+        return self._written(self.name) + (
+            self._written(self.meta_name) if self.meta else 0)
+
+    def meta_sectors(self):
+        return self._written(self.meta_name) if self.meta else 0
 
     def report(self):
         """(type, cond, wp offset in bytes, capacity in bytes) per zone."""
@@ -198,6 +215,8 @@ class Fs:
         d = self.dev.path
         if self.system == "btrfs":
             sh("mkfs.btrfs", "-f", d)
+        elif self.system == "f2fs" and self.dev.meta:
+            sh("mkfs.f2fs", "-f", "-m", "-c", d, self.dev.meta)
         elif self.system == "f2fs":
             sh("mkfs.f2fs", "-f", "-m", d)
         elif self.system == "zonefuse":
@@ -207,6 +226,8 @@ class Fs:
         d = self.dev.path
         if self.system == "zonefuse":
             sh(ZONEFUSE, "mount", d, self.mnt)
+        elif self.system == "f2fs" and self.dev.meta:
+            sh("mount", "-t", "f2fs", self.dev.meta, self.mnt)
         else:
             sh("mount", "-t", self.system, d, self.mnt)
         self.mounted = True
@@ -624,6 +645,10 @@ def versions(dev):
                    "max_active": int(open(q + "max_active_zones").read()),
                    "block": int(open(q + "logical_block_size").read()),
                    "bytes": dev.nr_zones * dev.zone_bytes},
+        "meta_device": dev.meta and {
+            "path": dev.meta,
+            "bytes": int(open("/sys/block/%s/size" % dev.meta_name).read())
+            * 512},
         "mem_total_kb": int(open("/proc/meminfo").readline().split()[1]),
         "cpus": os.cpu_count(),
     }
@@ -642,7 +667,7 @@ def cmd_step(a):
     a child process, so that a system that hangs in the kernel hangs the
     child, not the run. Prints its result as one JSON line, last."""
     sz = sizes_of(a)
-    dev = Dev(a.device)
+    dev = Dev(a.device, a.meta_device)
     mnt = "/tmp/peers-mnt"
     os.makedirs(mnt, exist_ok=True)
     rng = random.Random(1000 * a.rep + WORKLOADS.index(a.workload))
@@ -656,7 +681,13 @@ def cmd_step(a):
             fs.mkfs()
             fs.mount()
             detail["avail_bytes"] = fs.avail()
+            m0 = dev.meta_sectors()
             res = RUNNERS[a.workload](fs, sz, rng, detail)
+            if dev.meta:
+                # How much of the system's writes went to the regular
+                # disk rather than the zones: reported beside the WA.
+                detail["meta_device_MiB"] = (dev.meta_sectors() - m0) \
+                    * 512 / MIB
         err = None
     except (OSError, RuntimeError, subprocess.SubprocessError,
             ValueError, KeyError) as e:
@@ -688,7 +719,7 @@ def kernel_stacks():
 
 def cmd_run(a):
     sz = sizes_of(a)
-    dev = Dev(a.device)
+    dev = Dev(a.device, a.meta_device)
     os.makedirs(a.out, exist_ok=True)
     for m in ("btrfs", "f2fs"):
         subprocess.run(["modprobe", m], check=False)
@@ -722,6 +753,8 @@ def cmd_run(a):
                 cmd = [sys.executable, os.path.abspath(__file__), "step",
                        "--device", a.device, "--system", system,
                        "--workload", w, "--rep", str(rep)]
+                if a.meta_device:
+                    cmd += ["--meta-device", a.meta_device]
                 if a.smoke:
                     cmd.append("--smoke")
                 try:
@@ -866,8 +899,17 @@ def cmd_report(a):
             avail.setdefault(r["system"], r["detail"]["avail_bytes"])
     notes = ["df available after mkfs: " + ", ".join(
         "%s %d MiB" % (s, v // MIB) for s, v in avail.items())]
+    md = meta.get("meta_device")
+    if md:
+        notes.append("a regular disk beside the device, %s (%d MiB): F2FS's "
+                     "metadata (its first device); its writes count in "
+                     "every system's WA" % (md["path"], md["bytes"] // MIB))
     for r in recs:
         d = r["detail"]
+        if d.get("meta_device_MiB"):
+            notes.append("run %d %s %s: %.0f MiB written to the regular disk"
+                         % (r["rep"] + 1, r["system"], r["workload"],
+                            d["meta_device_MiB"]))
         if r["workload"] == "rotation" and "rounds" in d:
             notes.append("run %d %s rotation: df not back within the wait in "
                          "%d rounds, zones in %d" % (
@@ -951,6 +993,7 @@ def main():
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
     r.add_argument("--device", required=True)
+    r.add_argument("--meta-device")
     r.add_argument("--out", required=True)
     r.add_argument("--tag", default="nullb")
     r.add_argument("--smoke", action="store_true")
@@ -960,6 +1003,7 @@ def main():
                    default=WORKLOADS)
     st = sub.add_parser("step")
     st.add_argument("--device", required=True)
+    st.add_argument("--meta-device")
     st.add_argument("--system", required=True, choices=SYSTEMS)
     st.add_argument("--workload", required=True, choices=WORKLOADS)
     st.add_argument("--rep", type=int, default=0)

@@ -172,12 +172,13 @@ for b in "$zf" "$passthrough" "$metabench" "$zraw"; do
 done
 
 # The FUSE peer holds a descriptor per inode the kernel knows: more
-# metadata files than the open file limit it can get fail with EMFILE (a
-# container without CAP_SYS_RESOURCE cannot raise the hard limit).
-nofile=$(ulimit -Hn)
+# metadata files than its open file limit fail with EMFILE. Raise the
+# limit for everything started from here (a container without
+# CAP_SYS_RESOURCE cannot raise the hard limit: then say so).
+nofile=$(ulimit -Sn)
 if [[ " $groups " == *" meta "* && "$nofile" != unlimited ]] &&
 	[ "$((meta_files + 200))" -gt "$nofile" ] &&
-	! prlimit --nofile=$((meta_files + 1000)) true 2>/dev/null; then
+	! ulimit -n $((meta_files + 1000)) 2>/dev/null; then
 	zf_warn "the open file limit is $nofile and cannot be raised: the FUSE peer will fail the metadata workload of $meta_files files (set META_FILES=$((nofile - 2000)))"
 fi
 

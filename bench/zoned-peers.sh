@@ -41,9 +41,10 @@ results.json, results.md, results.png) and bench/results/peers-TAG.json
                any workload failed on any system
   --zns        on QEMU's emulated NVMe ZNS namespace instead (4 GiB, 64 MiB
                zones of 48 MiB capacity, 14 open and active; results in
-               peers-zns). No F2FS there: it needs a conventional disk
-               beside the namespace for its metadata, which the guest
-               does not have
+               peers-zns). F2FS keeps its metadata on a second, regular
+               namespace of the same controller (ZNS has no conventional
+               zones) of PEERS_CONV_SIZE (default 128M: mkfs.f2fs needs
+               more than one 64 MiB zone there)
   --reps N     runs of every workload on every system (default 3)
   --timeout S  limit for the guest (default 10800; smoke 1200)
 
@@ -91,11 +92,12 @@ zf_install_pkgs "${ZF_BUILD_PKGS[@]}" "${ZF_BENCH_PKGS[@]}" ||
 
 nullb=${PEERS_NULLB:-$NULLB}
 systems=${PEERS_SYSTEMS:-limit,btrfs,f2fs,zonefuse}
-dev=/dev/nullb0 devargs=(--nullb "$nullb") tagdev=nullb
+dev=/dev/nullb0 devargs=(--nullb "$nullb") tagdev=nullb metadev=()
 if [ "$zns" = 1 ]; then
 	nullb=none dev=/dev/nvme0n1 tagdev=zns
-	systems=${PEERS_SYSTEMS:-limit,btrfs,zonefuse}
-	devargs=(--nullb none --nvme-zns --zns-size 4G --zns "$ZNS")
+	devargs=(--nullb none --nvme-zns --zns-size 4G --zns "$ZNS"
+		--nvme-conv "${PEERS_CONV_SIZE:-128M}")
+	metadev=(--meta-device /dev/nvme0n2)
 fi
 if [ "$smoke" = 1 ]; then
 	tag=$tagdev-smoke reps=1 tmo=${tmo:-1200} mem=2048 smoke_arg=(--smoke)
@@ -126,7 +128,7 @@ EOF
 envs=(ZONEFUSE="$build/src/zonefuse")
 while IFS='=' read -r k v; do
 	case $k in
-	PEERS_SYSTEMS | PEERS_WORKLOADS | PEERS_NULLB | PEERS_TAG) ;;
+	PEERS_SYSTEMS | PEERS_WORKLOADS | PEERS_NULLB | PEERS_TAG | PEERS_CONV_SIZE) ;;
 	PEERS_*) envs+=("$k=$v") ;;
 	esac
 done < <(env)
@@ -148,7 +150,7 @@ for g in "${guests[@]}"; do
 	zf_log "guest for $g: null_blk $nullb; $reps run(s); results in $out"
 	grc=0
 	"${vm[@]}" -- env "${envs[@]}" python3 bench/peers.py run \
-		--device "$dev" --out "$out" --tag "$tag" --reps "$reps" \
+		--device "$dev" "${metadev[@]}" --out "$out" --tag "$tag" --reps "$reps" \
 		--systems "$g" "${smoke_arg[@]}" "${sel[@]}" || grc=$?
 	if [ "$grc" -ge 124 ]; then
 		zf_warn "the guest for $g did not finish (exit $grc): the report covers what it measured"

@@ -9,6 +9,9 @@
 #   --nvme-zns       also attach an NVMe ZNS namespace
 #   --zns PARAMS     nvme-ns zoned properties (default: $ZVM_ZNS below)
 #   --zns-size SIZE  size of the namespace's backing file (default 2G, sparse)
+#   --nvme-conv SIZE with --nvme-zns: a second, conventional namespace of
+#                    SIZE on the same controller (/dev/nvme0n2), for a file
+#                    system that keeps its metadata off the zones (F2FS)
 #   --timeout SECS   limit for the whole run (default 900); exit 124 past it
 #   --mem MB         guest memory (default: null_blk size + 1536)
 #   -v               show the guest's console
@@ -23,14 +26,15 @@
 #
 # Exit status: COMMAND's; 124 timeout; 125 the guest could not be set up.
 # In the guest: ZONEFUSE_VM=1, ZONEFUSE_NULLB=/dev/nullb0 (if any),
-# ZONEFUSE_ZNS=/dev/nvme0n1 (with --nvme-zns).
+# ZONEFUSE_ZNS=/dev/nvme0n1 (with --nvme-zns), ZONEFUSE_NVME_CONV=/dev/nvme0n2
+# (with --nvme-conv).
 set -euo pipefail
 
 ZVM_NULLB="zoned=1 gb=2 bs=4096 zone_size=64 zone_capacity=64 zone_nr_conv=0 zone_max_open=0 zone_max_active=0 memory_backed=1"
 ZVM_ZNS="logical_block_size=4096,physical_block_size=4096,zoned.zone_size=64M,zoned.zone_capacity=48M,zoned.max_open=14,zoned.max_active=14"
 CACHE=${ZVM_CACHE:-/var/cache/zonefuse-vm}
 
-nullb=$ZVM_NULLB zns=$ZVM_ZNS nvme=0 zns_size=2G tmo=900 mem='' verbose=0
+nullb=$ZVM_NULLB zns=$ZVM_ZNS nvme=0 zns_size=2G conv_size='' tmo=900 mem='' verbose=0
 die() { echo "zoned-vm: $*" >&2; exit 125; }
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -38,6 +42,7 @@ while [ $# -gt 0 ]; do
 	--nvme-zns) nvme=1 ;;
 	--zns) zns=$2; shift ;;
 	--zns-size) zns_size=$2; shift ;;
+	--nvme-conv) conv_size=$2; shift ;;
 	--timeout) tmo=$2; shift ;;
 	--mem) mem=$2; shift ;;
 	-v) verbose=1 ;;
@@ -49,6 +54,7 @@ done
 [ $# -gt 0 ] || die "no COMMAND (usage: $0 [--nullb PARAMS] [--nvme-zns] -- COMMAND...)"
 [ "$(id -u)" = 0 ] || die "must run as root (it installs packages and reads /boot)"
 [ "$nullb" = none ] && nullb=
+[ -z "$conv_size" ] || [ "$nvme" = 1 ] || die "--nvme-conv needs --nvme-zns (it is a second namespace of that controller)"
 
 # ---- packages, from Debian only ------------------------------------------
 need=()
@@ -151,6 +157,7 @@ cwd=$(pwd -P)
 	printf 'cwd=%q\n' "$cwd"
 	printf 'nullb=%q\n' "$nullb"
 	printf 'nvme=%q\n' "$nvme"
+	printf 'conv=%q\n' "$conv_size"
 	printf 'hostpath=%q\n' "$PATH"
 	printf 'cmd=('
 	printf '%q ' "$@"
@@ -187,6 +194,11 @@ if [ "$nvme" = 1 ]; then
 	# Writes to a zone must reach the drive in order: mq-deadline keeps it.
 	echo mq-deadline >/sys/block/nvme0n1/queue/scheduler || fail "mq-deadline on nvme0n1"
 	export ZONEFUSE_ZNS=/dev/nvme0n1
+	if [ -n "$conv" ]; then
+		for _ in $(seq 100); do [ -b /dev/nvme0n2 ] && break; sleep 0.1; done
+		[ -b /dev/nvme0n2 ] || fail "no /dev/nvme0n2"
+		export ZONEFUSE_NVME_CONV=/dev/nvme0n2
+	fi
 fi
 cd "$cwd" || fail "cd $cwd"
 export PATH=$hostpath HOME=/root TERM=dumb LANG=C.UTF-8 ZONEFUSE_VM=1
@@ -223,6 +235,12 @@ if [ "$nvme" = 1 ]; then
 	qemu+=(-drive "file=$run/zns.img,if=none,id=zns0,format=raw,cache=unsafe"
 		-device nvme,serial=zonefuse0,id=nvme0
 		-device "nvme-ns,drive=zns0,bus=nvme0,nsid=1,zoned=true,$zns")
+	if [ -n "$conv_size" ]; then
+		truncate -s "$conv_size" "$run/conv.img"
+		# shellcheck disable=SC2054
+		qemu+=(-drive "file=$run/conv.img,if=none,id=conv0,format=raw,cache=unsafe"
+			-device "nvme-ns,drive=conv0,bus=nvme0,nsid=2,logical_block_size=4096,physical_block_size=4096")
+	fi
 fi
 
 : >"$run/output"

@@ -337,12 +337,11 @@ not_run()
 start=$(zf_now_us)
 
 # The guests' stages (real-device, peers-smoke) run in the background,
-# beside the two test stages, from when both builds exist: a guest under
-# TCG is CPU work for the cores the mostly-waiting FUSE tests leave idle,
-# and one after the other the run took 36 minutes in CI on 2026-12-04
-# (2149 s). The tests must pass on a busy machine anyway (docs/testing.md).
-# Their output goes to a file, shown whole after the tests, and their
-# results come back through $vm_state.
+# beside the two test stages, from when both builds exist, so that the
+# tests run on a busy machine every time, as they must pass there anyway
+# (docs/testing.md: it saves little time, the tests slow down by about
+# what the guests take). Their output goes to a file, shown whole after
+# the tests, and their results come back through $vm_state.
 vm_log=$(mktemp)
 vm_state=$(mktemp)
 vm_pid=

@@ -2,7 +2,7 @@
 """The FUSE transport (src/xport.c): /dev/fuse and FUSE-over-io_uring.
 
 Checks, on each transport this kernel has: the stats and `zonefuse stat`
-name it; data written on one reads back on the other; kill -9 of the
+name it; on io_uring, each queue's thread runs on its CPU only; data written on one reads back on the other; kill -9 of the
 daemon with requests in flight on it leaves no process hung (the mount
 says ENOTCONN) and a clean device. Then: transport=uring is refused with
 the fix when the kernel has io_uring off; on a fuseblk mount (-o blkdev),
@@ -57,6 +57,35 @@ def test_stats():
         assert f"transport    {t}" in out, out
         m.umount()
     assert "transport    none" in E.zf("stat", img).stdout
+
+
+def test_queues_pinned():
+    """On io_uring, each queue's thread (zf-uring-N) runs only on CPU N,
+    where the kernel puts the requests issued on N (src/xport.c,
+    xp_pin()); a CPU the daemon may not use leaves its thread unpinned."""
+    if "uring" not in transports():
+        E.log("queues not checked: no io_uring transport here")
+        return
+    img = E.image("pin.img")
+    m = E.Mount(img, "pin", opts="transport=uring")
+    allowed = os.sched_getaffinity(0)
+    seen = 0
+    for pid in m.pids():
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            name = open(f"/proc/{pid}/task/{tid}/comm").read().strip()
+            if not name.startswith("zf-uring-"):
+                continue
+            cpu = int(name[len("zf-uring-"):])
+            cpus = os.sched_getaffinity(int(tid))
+            want = {cpu} if cpu in allowed else cpus
+            assert cpus == want, f"{name}: runs on {sorted(cpus)}, not {sorted(want)}"
+            seen += 1
+    possible = 0
+    for part in open("/sys/devices/system/cpu/possible").read().strip().split(","):
+        possible = max(possible, int(part.split("-")[-1]) + 1)
+    assert seen == possible, f"{seen} queue threads for {possible} possible CPUs"
+    E.log(f"{seen} io_uring queue threads, each on its CPU")
+    m.umount()
 
 
 def test_data_across():
@@ -232,6 +261,7 @@ if __name__ == "__main__":
     E.begin(__doc__.strip().splitlines()[0])
     E.run_tests([
         ("stats", test_stats),
+        ("queues_pinned", test_queues_pinned),
         ("data_across", test_data_across),
         ("kill_in_flight", test_kill_in_flight),
         ("forced_uring_refused", test_forced_uring_refused),

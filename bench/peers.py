@@ -83,7 +83,7 @@ SIZES = {
                  READ_MB=256, READ_SECS=5, MIXED_SECS=900, FILL_PCT=85),
     "smoke": dict(SHARDS=2, SHARD_MB=32, KEEP=1, ROUNDS=3, SPACE_WAIT=3,
                   FINAL_WAIT=10, WRITERS=8, WRITER_MB=8, MIXED_MB=16,
-                  READ_MB=32, READ_SECS=1, MIXED_SECS=120, FILL_PCT=6),
+                  READ_MB=64, READ_SECS=1, MIXED_SECS=120, FILL_PCT=6),
 }
 
 # One metric: (workload, name, label, unit, better).

@@ -154,13 +154,12 @@ class Dev:
         with open("/sys/block/%s/stat" % name) as f:
             return int(f.read().split()[6])
 
-    def write_sectors(self):
-        """Sectors written to the device and to the meta device."""
-        return self._written(self.name) + (
-            self._written(self.meta_name) if self.meta else 0)
-
     def meta_sectors(self):
         return self._written(self.meta_name) if self.meta else 0
+
+    def write_sectors(self):
+        """Sectors written to the device and to the meta device."""
+        return self._written(self.name) + self.meta_sectors()
 
     def report(self):
         """(type, cond, wp offset in bytes, capacity in bytes) per zone."""

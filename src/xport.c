@@ -366,7 +366,7 @@ static void xp_register_failed(struct xp_queue *q, int err)
 }
 
 /*
- * Name the calling queue thread and pin it to its queue's CPU. The kernel puts a
+ * Pin the calling queue thread to its queue's CPU. The kernel puts a
  * request on the queue of the CPU that issued it, so the thread that
  * serves it wakes on the core where the caller now sleeps: no wakeup
  * across cores, and the caller's data still in that core's cache. Paired
@@ -380,13 +380,9 @@ static void xp_register_failed(struct xp_queue *q, int err)
  */
 static void xp_pin(const struct xp_queue *q)
 {
-	char name[16];
 	cpu_set_t set;
 	int ret;
 
-	/* Named for top -H and tests/e2e/transport.py: zf-uring-CPU. */
-	snprintf(name, sizeof(name), "zf-uring-%u", q->qid);
-	pthread_setname_np(pthread_self(), name);
 	CPU_ZERO(&set);
 	CPU_SET(q->qid, &set);
 	ret = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
@@ -403,10 +399,14 @@ static void *xp_queue_run(void *arg)
 	struct io_uring_cqe *cqe;
 	unsigned int i, head, seen;
 	bool stop = false;
+	char name[16];
 	int ret;
 
 	if (!xp_wait_go(xp))
 		return NULL;
+	/* zf-uring-CPU, for top -H and tests/e2e/transport.py. */
+	snprintf(name, sizeof(name), "zf-uring-%u", q->qid);
+	pthread_setname_np(pthread_self(), name);
 	xp_pin(q);
 	for (i = 0; i < XP_DEPTH; i++)
 		xp_queue_cmd(&q->ent[i], FUSE_IO_URING_CMD_REGISTER);

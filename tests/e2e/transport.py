@@ -2,9 +2,10 @@
 """The FUSE transport (src/xport.c): /dev/fuse and FUSE-over-io_uring.
 
 Checks, on each transport this kernel has: the stats and `zonefuse stat`
-name it; on io_uring, each queue's thread runs on its CPU only; data written on one reads back on the other; kill -9 of the
-daemon with requests in flight on it leaves no process hung (the mount
-says ENOTCONN) and a clean device. Then: transport=uring is refused with
+name it; on io_uring, each queue's thread runs on its CPU only; data
+written on one reads back on the other; kill -9 of the daemon with
+requests in flight on it leaves no process hung (the mount says
+ENOTCONN) and a clean device. Then: transport=uring is refused with
 the fix when the kernel has io_uring off; on a fuseblk mount (-o blkdev),
 sync(1) makes what was written durable (SYNCFS) and umount waits for it
 (DESTROY). The other end-to-end suites run on both transports through

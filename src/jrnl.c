@@ -30,6 +30,8 @@
 #define JRNL_ROLL_MAX (8ull << 20)
 /* Tries again of a write the device refused for a zone limit. */
 #define JRNL_RETRY_LIMIT 3
+/* Copies of each chain write: the chain and its mirror. */
+#define JRNL_COPIES 2
 
 /* Encode one record at @dst (room checked by the caller); returns bytes. */
 static size_t jrnl_encode(char *dst, uint16_t type, const void *payload,
@@ -99,40 +101,69 @@ static int jrnl_close_others(struct jrnl *j, uint32_t zone)
 }
 
 /*
- * Write @len bytes at @off from @src, padded with zeros to the I/O unit.
+ * Write @len bytes from @src, padded with zeros to the I/O unit, at each of
+ * the @nr offsets @offs (one, or a chain zone and its mirror), in chunks of
+ * the I/O buffer. The copies of a chunk are in flight together
+ * (zdev_submit()): an fsync waits for one write, not one per copy; their
+ * order on the device is not kept, and replay takes a record from either.
  * The owner makes room under the device's open limit first (cb->io_begin,
- * which may wait for another write to end); if the device still refuses
- * for a zone limit, the owner counts again and the write is tried again,
- * a few times: after that the device is not doing what it said, and the
- * journal fails.
+ * which may wait for another write to end). The journal holds one copy's
+ * slot while it waits for the other's: no other writer holds a zone while
+ * it waits for one, so the wait ends when some write does. If the device
+ * still refuses for a zone limit, the owner counts again and the copies
+ * not yet written are tried again, a few times: after that the device is
+ * not doing what it said, and the journal fails.
  */
-static int jrnl_write_padded(struct jrnl *j, const void *src, size_t len,
-			     uint64_t off)
+static int jrnl_write_copies(struct jrnl *j, const void *src, size_t len,
+			     const uint64_t *offs, unsigned int nr)
 {
 	bool io = j->cb && j->cb->io_begin && j->cb->io_end;
-	uint32_t zone = (uint32_t)(off / j->m->zone_size);
+	struct zdev_io ios[JRNL_COPIES], sub[JRNL_COPIES];
+	unsigned int i, n, todo[JRNL_COPIES];
+	uint32_t zone[JRNL_COPIES];
+	uint64_t off[JRNL_COPIES];
 	const char *p = src;
-	int tries;
+	int ret = 0, tries;
 
+	for (i = 0; i < nr; i++) {
+		off[i] = offs[i];
+		zone[i] = (uint32_t)(off[i] / j->m->zone_size);
+	}
 	while (len) {
-		size_t n = ZF_MIN(len, (size_t)JRNL_READ_CHUNK);
-		size_t padded = ZF_ROUND_UP(n, j->bs);
-		int ret;
+		size_t chunk = ZF_MIN(len, (size_t)JRNL_READ_CHUNK);
+		size_t padded = ZF_ROUND_UP(chunk, j->bs);
 
-		memcpy(j->iobuf, p, n);
-		memset(j->iobuf + n, 0, padded - n);
+		memcpy(j->iobuf, p, chunk);
+		memset(j->iobuf + chunk, 0, padded - chunk);
+		for (i = 0; i < nr; i++)
+			ios[i] = (struct zdev_io){ .op = ZDEV_OP_WRITE,
+						   .buf = j->iobuf,
+						   .len = padded,
+						   .off = off[i],
+						   .res = -EAGAIN };
 		for (tries = 0;; tries++) {
-			if (io)
-				j->cb->io_begin(j->cb_arg, zone);
-			ret = zdev_write(j->dev, j->iobuf, padded, off);
-			if (io)
-				j->cb->io_end(j->cb_arg, zone);
+			/* The copies not written yet. */
+			for (i = n = 0; i < nr; i++)
+				if (ios[i].res)
+					todo[n++] = i;
+			for (i = 0; i < n; i++) {
+				if (io)
+					j->cb->io_begin(j->cb_arg,
+							zone[todo[i]]);
+				sub[i] = ios[todo[i]];
+			}
+			ret = zdev_submit(j->dev, sub, n);
+			for (i = 0; i < n; i++) {
+				ios[todo[i]].res = sub[i].res;
+				if (io)
+					j->cb->io_end(j->cb_arg, zone[todo[i]]);
+			}
 			if ((ret != -ETOOMANYREFS && ret != -EOVERFLOW) ||
 			    tries == JRNL_RETRY_LIMIT)
 				break;
 			if (!j->cb) {
 				if (ret != -ETOOMANYREFS ||
-				    jrnl_close_others(j, zone))
+				    jrnl_close_others(j, zone[todo[0]]))
 					break;
 				continue;
 			}
@@ -142,12 +173,19 @@ static int jrnl_write_padded(struct jrnl *j, const void *src, size_t len,
 		}
 		if (ret)
 			return ret;
-		j->meta_bytes += padded;
-		p += n;
-		len -= n;
-		off += padded;
+		j->meta_bytes += padded * nr;
+		p += chunk;
+		len -= chunk;
+		for (i = 0; i < nr; i++)
+			off[i] += padded;
 	}
 	return 0;
+}
+
+static int jrnl_write_padded(struct jrnl *j, const void *src, size_t len,
+			     uint64_t off)
+{
+	return jrnl_write_copies(j, src, len, &off, 1);
 }
 
 /*
@@ -198,20 +236,22 @@ static uint64_t jrnl_mirror_off(const struct jrnl *j, uint64_t off)
 }
 
 /*
- * Write @len bytes at @off of the chain's last zone, then the same bytes
- * at the same offset of its mirror. Neither is durable before the flush
- * that follows (a commit's, a roll's), so a crash between the two leaves
- * records that no one was told are durable: replay takes them from the
- * copy that has them, or ends the log before them.
+ * Write @len bytes at @off of the chain's last zone and the same bytes at
+ * the same offset of its mirror, both at once. Neither is durable before
+ * the flush that follows (a commit's, a roll's), so a crash before it may
+ * leave either copy with records the other lacks, records no one was told
+ * are durable: replay takes them from the copy that has them, or ends the
+ * log before them.
  */
 static int jrnl_write_chain(struct jrnl *j, const void *src, size_t len,
 			    uint64_t off)
 {
-	int ret = jrnl_write_padded(j, src, len, off);
+	uint64_t offs[JRNL_COPIES] = { off };
 
-	if (ret || !j->mirror)
-		return ret;
-	return jrnl_write_padded(j, src, len, jrnl_mirror_off(j, off));
+	if (!j->mirror)
+		return jrnl_write_copies(j, src, len, offs, 1);
+	offs[1] = jrnl_mirror_off(j, off);
+	return jrnl_write_copies(j, src, len, offs, 2);
 }
 
 /* Capacity of the chain's last zone: the smaller of its two copies'. */

@@ -609,6 +609,80 @@ START_TEST(test_mirror)
 }
 END_TEST
 
+/* Refuses the first write to one zone for a zone limit; counts writes. */
+struct refuse {
+	pthread_mutex_t lock;
+	uint32_t zone;
+	unsigned int refused, writes[2];
+	uint32_t zones[2];
+};
+
+static int refuse_hook(void *arg, enum zdev_op op, uint32_t zone,
+		       uint64_t off, size_t len)
+{
+	struct refuse *r = arg;
+	int ret = 0, i;
+
+	(void)off;
+	(void)len;
+	if (op != ZDEV_OP_WRITE)
+		return 0;
+	pthread_mutex_lock(&r->lock);
+	for (i = 0; i < 2; i++)
+		if (zone == r->zones[i])
+			r->writes[i]++;
+	if (zone == r->zone && !r->refused++)
+		ret = -ETOOMANYREFS;
+	pthread_mutex_unlock(&r->lock);
+	return ret;
+}
+
+/*
+ * The two copies of a commit are written together; the device refusing
+ * one of them for a zone limit costs a try again of that copy only (the
+ * other's write pointer has moved on): the commit succeeds, each copy is
+ * written once, and the file system comes back whole with no copy bad.
+ */
+START_TEST(test_mirror_refused)
+{
+	struct refuse r = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	uint64_t wp;
+	struct zfs *fs;
+	char *want, *d;
+	int copy;
+
+	for (copy = 0; copy < 2; copy++) {
+		mkfs2(48);
+		fs = tu_mount(tu_img, false);
+		jtail(fs, &r.zones[0], &wp);
+		r.zones[1] = (uint32_t)((int64_t)r.zones[0] +
+					mirror_delta(fs) / (int64_t)TU_MIB);
+		r.zone = r.zones[copy];
+		r.refused = r.writes[0] = r.writes[1] = 0;
+		zdev_set_fault(zfs_dev(fs), refuse_hook, &r);
+		changes_a(fs);
+		TU_OK(zfs_sync(fs));
+		zdev_set_fault(zfs_dev(fs), NULL, NULL);
+		ck_assert_uint_eq(r.refused, 2);
+		ck_assert_uint_eq(r.writes[copy], 2);
+		ck_assert_uint_eq(r.writes[!copy], 1);
+		want = tu_digest(fs);
+		zfs_crash(fs);
+		fs = tu_mount(tu_img, true);
+		ck_assert_msg(!fs->replay.damaged && !fs->replay.copy_damaged,
+			      "copy %d refused once: %s", copy,
+			      fs->replay.stop);
+		d = tu_digest(fs);
+		digest_eq(d, want, "after a refused copy");
+		free(d);
+		free(want);
+		tu_unmount(fs);
+		fsck_ok(tu_img);
+		unlink(tu_img);
+	}
+}
+END_TEST
+
 
 /* ---- scrubbing the journal of a mounted file system ------------------------ */
 
@@ -2097,6 +2171,7 @@ static Suite *jrnl_suite(void)
 	    test_super_anchor_area_unwritable, 60);
 	add(s, "super_both_unwritable", test_super_both_unwritable, 60);
 	add(s, "mirror", test_mirror, 120);
+	add(s, "mirror_refused", test_mirror_refused, 60);
 	add(s, "scrub_clean", test_scrub_clean, 60);
 	add(s, "scrub_heals_copy", test_scrub_heals_copy, 120);
 	add(s, "scrub_heals_super", test_scrub_heals_super, 60);

@@ -87,8 +87,13 @@ done
 
 [ "$(id -u)" = 0 ] || zf_die "zoned-peers.sh must run as root (it boots a guest that formats and mounts)"
 cd "$top"
-zf_install_pkgs "${ZF_BUILD_PKGS[@]}" "${ZF_BENCH_PKGS[@]}" ||
+# The guest runs the host's own root file system: the peers' mkfs tools
+# come from the host's packages.
+zf_install_pkgs "${ZF_BUILD_PKGS[@]}" "${ZF_BENCH_PKGS[@]}" btrfs-progs f2fs-tools ||
 	zf_die "cannot install the packages the suite needs"
+for t in mkfs.btrfs mkfs.f2fs; do
+	command -v "$t" >/dev/null || zf_die "$t is not installed: install btrfs-progs and f2fs-tools"
+done
 
 nullb=${PEERS_NULLB:-$NULLB}
 systems=${PEERS_SYSTEMS:-limit,btrfs,f2fs,zonefuse}

@@ -44,7 +44,9 @@ The workloads (sizes in SIZES below; a checkpoint is SHARDS files):
               then create / overwrite in place / append / delete of small
               files, an fsync after each write, kept between 80 and 90 %
               full, until MIXED_MB were written: WA, throughput, fsync
-              latency p50/p99/max
+              latency p50/p99/max. With FILL_MB, the percentages are of
+              FILL_MB MiB instead of each df: every system holds the
+              same bytes
   reads       a READ_MB file written, unmounted and mounted, caches
               dropped, then fio 4 KiB psync random reads for READ_SECS s
               with 1 and with 4 threads (caches dropped before each)
@@ -80,10 +82,12 @@ ZONEFUSE = os.environ.get("ZONEFUSE", "build-rel/src/zonefuse")
 SIZES = {
     "full": dict(SHARDS=4, SHARD_MB=24, KEEP=2, ROUNDS=30, SPACE_WAIT=3,
                  FINAL_WAIT=60, WRITERS=8, WRITER_MB=32, MIXED_MB=256,
-                 READ_MB=256, READ_SECS=5, MIXED_SECS=900, FILL_PCT=85),
+                 READ_MB=256, READ_SECS=5, MIXED_SECS=900, FILL_PCT=85,
+                 FILL_MB=0),
     "smoke": dict(SHARDS=2, SHARD_MB=32, KEEP=1, ROUNDS=3, SPACE_WAIT=3,
                   FINAL_WAIT=10, WRITERS=8, WRITER_MB=8, MIXED_MB=16,
-                  READ_MB=64, READ_SECS=1, MIXED_SECS=120, FILL_PCT=6),
+                  READ_MB=64, READ_SECS=1, MIXED_SECS=120, FILL_PCT=6,
+                  FILL_MB=0),
 }
 
 # One metric: (workload, name, label, unit, better).
@@ -388,8 +392,11 @@ def mixed(fs, sz, rng, detail):
     dev, mnt = fs.dev, fs.mnt
     data = Data(rng)
     avail0 = fs.avail()
+    # The band is a share of what the system's own df offers or, with
+    # FILL_MB, of that many MiB for every system: the same bytes held.
+    ref = sz["FILL_MB"] * MIB if sz["FILL_MB"] else avail0
     fill = sz["FILL_PCT"] / 100
-    lo, hi = (fill - 0.05) * avail0, (fill + 0.05) * avail0
+    lo, hi = (fill - 0.05) * ref, (fill + 0.05) * ref
     live = 0
     os.mkdir(os.path.join(mnt, "cold"))
     os.mkdir(os.path.join(mnt, "hot"))
@@ -416,14 +423,14 @@ def mixed(fs, sz, rng, detail):
             raise TimeoutError("filling took more than %d s" % sz["MIXED_SECS"])
 
     try:
-        while live < (fill - 0.15) * avail0:
+        while live < (fill - 0.15) * ref:
             progress("filling")
-            n = int(min(64 * MIB, (fill - 0.15) * avail0 - live)) // 4096 * 4096 + 4096
+            n = int(min(64 * MIB, (fill - 0.15) * ref - live)) // 4096 * 4096 + 4096
             path = os.path.join(mnt, "cold", "%05d" % i)
             write_file(path, n, data)
             live += n
             i += 1
-        while live < fill * avail0:
+        while live < fill * ref:
             progress("filling")
             n = small()
             path = os.path.join(mnt, "hot", "%06d" % seq)

@@ -54,8 +54,10 @@ replaces the null_blk parameters; PEERS_TAG=NAME names the results
 (default nullb: bench/results/peers-nullb/); PEERS_ROUNDS, PEERS_SHARDS,
 PEERS_SHARD_MB, PEERS_KEEP, PEERS_SPACE_WAIT, PEERS_FINAL_WAIT,
 PEERS_WRITERS, PEERS_WRITER_MB, PEERS_MIXED_MB, PEERS_READ_MB,
-PEERS_READ_SECS override the sizes (bench/peers.py, SIZES); BUILD=DIR the
-release build (default build-rel).
+PEERS_READ_SECS, PEERS_FILL_PCT, PEERS_FILL_MB override the sizes
+(bench/peers.py, SIZES; PEERS_FILL_MB=N fills every system to
+PEERS_FILL_PCT % of N MiB instead of its own df); BUILD=DIR the release
+build (default build-rel).
 EOF
 }
 

@@ -374,6 +374,29 @@ static void *data_wb_main(void *arg)
 }
 
 /*
+ * Keep the writing of @rt's staged data for the calling thread, about to
+ * seal it: true if nothing is sealed yet and no writeback thread has the
+ * file, and free zones are not low (see data_close_inode()). The file is
+ * then busy, so the seal does not queue it. Caller holds the rt lock
+ * exclusive.
+ */
+static bool data_claim(struct zfs *fs, struct zfs_rt *rt)
+{
+	bool claim;
+
+	ZLOCK_HELD_EXCL(&rt->lock);
+
+	if (fs->space_low || !rt->open || rt->wb_first)
+		return false;
+	zlock_mutex(&fs->wb_lock, ZLOCK_WB);
+	claim = !rt->wb_queued && !rt->wb_busy;
+	if (claim)
+		rt->wb_busy = true;
+	zlock_unmutex(&fs->wb_lock);
+	return claim;
+}
+
+/*
  * The last close of a file written whole (seal_on_close) starts writing its
  * staged data out, instead of leaving it to idle for half a commit
  * interval. Whole means:
@@ -411,17 +434,29 @@ bool data_close_inode(struct zfs *fs, struct zfs_rt *rt)
 		return false;
 	}
 	rt->seal_on_close = false;
-	claim = !fs->space_low && rt->nr_open == 1 && !rt->wb_first;
-	if (claim) {
-		zlock_mutex(&fs->wb_lock, ZLOCK_WB);
-		claim = !rt->wb_queued && !rt->wb_busy;
-		if (claim) /* busy: the seal below does not queue it */
-			rt->wb_busy = true;
-		zlock_unmutex(&fs->wb_lock);
-	}
+	claim = rt->nr_open == 1 && data_claim(fs, rt);
 	data_seal_all(fs, rt, 0);
 	zlock_unrw(&rt->lock);
 	return claim;
+}
+
+/*
+ * fsync's wait for the staged data, which it writes itself when it may
+ * (data_claim()): handing it to a writeback thread cost each fsync that
+ * thread's wakeup and the wakeup back, two context switches on the path
+ * of the latency that near-full small-file workloads measure (issue 26).
+ */
+int data_fsync_inode(struct zfs *fs, struct zfs_rt *rt)
+{
+	bool claim;
+
+	zlock_wr(&rt->lock, ZLOCK_RT);
+	claim = data_claim(fs, rt);
+	data_seal_all(fs, rt, 0);
+	zlock_unrw(&rt->lock);
+	if (claim)
+		data_wb_inode(fs, rt);
+	return data_flush_inode(fs, rt);
 }
 
 void data_write_claimed(struct zfs *fs, struct zfs_rt *rt)

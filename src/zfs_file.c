@@ -322,7 +322,7 @@ int zfs_fsync(struct zfs *fs, uint64_t ino, bool datasync)
 	 * exclusive when the inode is idle, and the caller holds it open.
 	 */
 	if (!ret && rt)
-		ret = data_flush_inode(fs, rt);
+		ret = data_fsync_inode(fs, rt);
 	if (!ret)
 		ret = jrnl_commit(fs->j, UINT64_MAX);
 	if (!ret && fs->error)

@@ -376,6 +376,12 @@ int data_flush_inode(struct zfs *fs, struct zfs_rt *rt);
 bool data_close_inode(struct zfs *fs, struct zfs_rt *rt);
 /* Write what data_close_inode() kept, as a writeback thread would. */
 void data_write_claimed(struct zfs *fs, struct zfs_rt *rt);
+/*
+ * data_flush_inode() for fsync: the staged data is written on the calling
+ * thread, not a writeback thread's, when none has the file already and
+ * free zones are not low. The caller holds no lock and the file open.
+ */
+int data_fsync_inode(struct zfs *fs, struct zfs_rt *rt);
 /* Seal chunks idle for more than @idle_ns (commit timer). */
 void data_seal_idle(struct zfs *fs, uint64_t idle_ns);
 ssize_t data_read(struct zfs *fs, struct zm_inode *in, void *buf, size_t size,

@@ -246,6 +246,16 @@ class Fs:
         st = os.statvfs(self.mnt)
         return st.f_bavail * st.f_frsize
 
+    def counters(self):
+        """zonefuse's own byte counters since the mount (its stats
+        attribute): where its device writes went. None for the others."""
+        if self.system != "zonefuse":
+            return None
+        st = json.loads(os.getxattr(self.mnt, "user.zonefuse.stats"))
+        return {k: st[k] for k in ("host_bytes_written",
+                                   "device_bytes_written",
+                                   "gc_bytes_written", "meta_bytes_written")}
+
 
 # ---- writing ---------------------------------------------------------------------
 
@@ -465,6 +475,7 @@ def mixed(fs, sz, rng, detail):
     fs.umount()
     fs.mount()
     s0 = dev.write_sectors()
+    c0 = fs.counters()
     volume = sz["MIXED_MB"] * MIB
     wrote = 0
     lat = []
@@ -546,6 +557,9 @@ def mixed(fs, sz, rng, detail):
                 os.unlink(os.path.join(mnt, "hot", name))
                 live -= hot.pop(name)
     el = time.perf_counter() - t0
+    c1 = fs.counters()
+    if c0 and c1:
+        detail["counters"] = {k: c1[k] - c0[k] for k in c0}
     fs.umount()
     lat.sort()
     detail.update(ops=ops, enospc=enospc, fsyncs=len(lat),
@@ -929,6 +943,17 @@ def cmd_report(a):
                              100 * d["fill_bytes"] / d["avail0"],
                              d["avail0"] // MIB, d["ops"], d["enospc"],
                              100 * d["end_fill"]))
+            c = d.get("counters")
+            if c and c["host_bytes_written"]:
+                h = c["host_bytes_written"]
+                notes.append("run %d %s mixed: per byte written, the "
+                             "daemon wrote %.3f to data zones, of it %.3f "
+                             "reclaim's copies, and %.3f of metadata" % (
+                                 r["rep"] + 1, r["system"],
+                                 (c["device_bytes_written"]
+                                  - c["meta_bytes_written"]) / h,
+                                 c["gc_bytes_written"] / h,
+                                 c["meta_bytes_written"] / h))
             if d.get("fill_enospc"):
                 notes.append("run %d %s mixed: ENOSPC while filling, at %.1f%%"
                              " of its df: the phase ran from there" % (

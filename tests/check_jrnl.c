@@ -612,7 +612,7 @@ END_TEST
 /* Refuses the first write to one zone for a zone limit; counts writes. */
 struct refuse {
 	pthread_mutex_t lock;
-	uint32_t zone;
+	uint32_t zone, eio_zone; /* refused once; fails with EIO */
 	unsigned int refused, writes[2];
 	uint32_t zones[2];
 };
@@ -633,6 +633,8 @@ static int refuse_hook(void *arg, enum zdev_op op, uint32_t zone,
 			r->writes[i]++;
 	if (zone == r->zone && !r->refused++)
 		ret = -ETOOMANYREFS;
+	if (zone == r->eio_zone)
+		ret = -EIO;
 	pthread_mutex_unlock(&r->lock);
 	return ret;
 }
@@ -645,7 +647,8 @@ static int refuse_hook(void *arg, enum zdev_op op, uint32_t zone,
  */
 START_TEST(test_mirror_refused)
 {
-	struct refuse r = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct refuse r = { .lock = PTHREAD_MUTEX_INITIALIZER,
+			    .eio_zone = ZF_NO_ZONE };
 	uint64_t wp;
 	struct zfs *fs;
 	char *want, *d;
@@ -680,6 +683,34 @@ START_TEST(test_mirror_refused)
 		fsck_ok(tu_img);
 		unlink(tu_img);
 	}
+}
+END_TEST
+
+/*
+ * One copy refused for a zone limit while the other fails (EIO): the
+ * failure is the commit's, and neither copy is written again (the failed
+ * zone's write pointer is unknown until it is reported).
+ */
+START_TEST(test_mirror_refused_failed)
+{
+	struct refuse r = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	uint64_t wp;
+	struct zfs *fs;
+
+	mkfs2(48);
+	fs = tu_mount(tu_img, false);
+	jtail(fs, &r.zones[0], &wp);
+	r.zones[1] = (uint32_t)((int64_t)r.zones[0] +
+				mirror_delta(fs) / (int64_t)TU_MIB);
+	r.zone = r.zones[0];
+	r.eio_zone = r.zones[1];
+	zdev_set_fault(zfs_dev(fs), refuse_hook, &r);
+	changes_a(fs);
+	ck_assert_int_eq(zfs_sync(fs), -EIO);
+	zdev_set_fault(zfs_dev(fs), NULL, NULL);
+	ck_assert_uint_eq(r.writes[0], 1);
+	ck_assert_uint_eq(r.writes[1], 1);
+	zfs_crash(fs);
 }
 END_TEST
 
@@ -2172,6 +2203,7 @@ static Suite *jrnl_suite(void)
 	add(s, "super_both_unwritable", test_super_both_unwritable, 60);
 	add(s, "mirror", test_mirror, 120);
 	add(s, "mirror_refused", test_mirror_refused, 60);
+	add(s, "mirror_refused_failed", test_mirror_refused_failed, 60);
 	add(s, "scrub_clean", test_scrub_clean, 60);
 	add(s, "scrub_heals_copy", test_scrub_heals_copy, 120);
 	add(s, "scrub_heals_super", test_scrub_heals_super, 60);

@@ -77,6 +77,8 @@ MIB = 1 << 20
 SYSTEMS = ["limit", "btrfs", "f2fs", "zonefuse"]
 WORKLOADS = ["rotation", "concurrent", "mixed", "reads"]
 ZONEFUSE = os.environ.get("ZONEFUSE", "build-rel/src/zonefuse")
+# Options of zonefuse's mkfs beyond --force (e.g. --metadata-copies 1).
+ZONEFUSE_MKFS = os.environ.get("PEERS_ZF_MKFS", "").split()
 
 # Sizes for the full run (4 GiB null_blk, 64 MiB zones) and the smoke.
 SIZES = {
@@ -223,7 +225,7 @@ class Fs:
         elif self.system == "f2fs":
             sh("mkfs.f2fs", "-f", "-m", d)
         elif self.system == "zonefuse":
-            sh(ZONEFUSE, "mkfs", "--force", d)
+            sh(ZONEFUSE, "mkfs", "--force", *ZONEFUSE_MKFS, d)
 
     def mount(self):
         d = self.dev.path

@@ -56,8 +56,9 @@ PEERS_SHARD_MB, PEERS_KEEP, PEERS_SPACE_WAIT, PEERS_FINAL_WAIT,
 PEERS_WRITERS, PEERS_WRITER_MB, PEERS_MIXED_MB, PEERS_READ_MB,
 PEERS_READ_SECS, PEERS_FILL_PCT, PEERS_FILL_MB override the sizes
 (bench/peers.py, SIZES; PEERS_FILL_MB=N fills every system to
-PEERS_FILL_PCT % of N MiB instead of its own df); BUILD=DIR the release
-build (default build-rel).
+PEERS_FILL_PCT % of N MiB instead of its own df); PEERS_ZF_MKFS="OPTS"
+adds options to zonefuse's mkfs (e.g. --metadata-copies 1: name the
+results with PEERS_TAG); BUILD=DIR the release build (default build-rel).
 EOF
 }
 
@@ -121,10 +122,11 @@ mkdir -p "$out"
 rm -f "$out/samples.jsonl" "$out/meta.json" "$out/results."* "$out/hostload.txt"
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 git diff --quiet HEAD 2>/dev/null || commit="$commit+changes"
-zf_python - "$out/host.json" "$commit" "$cmdline" "$nullb" <<'EOF'
+zf_python - "$out/host.json" "$commit" "$cmdline" "$nullb" "${PEERS_ZF_MKFS:-}" <<'EOF'
 import json, os, sys, time
 json.dump({"date": time.strftime("%Y-%m-%d %H:%M %Z"), "commit": sys.argv[2],
            "command": sys.argv[3], "nullb": sys.argv[4],
+           "zonefuse_mkfs_options": sys.argv[5],
            "host_kernel": os.uname().release, "host_cpus": os.cpu_count(),
            "host_load1_at_start": os.getloadavg()[0]},
           open(sys.argv[1], "w"), indent=1)

@@ -860,12 +860,6 @@ static void alloc_write_failed(struct zfs *fs, struct zfs_head *head, int err)
 	alloc_head_full(fs, head);
 }
 
-/* The device refused a write for a zone limit (our counts drifted). */
-static bool alloc_limit_err(int err)
-{
-	return err == -ETOOMANYREFS || err == -EOVERFLOW;
-}
-
 int alloc_head_write(struct zfs *fs, struct zfs_head *head, const void *buf,
 		     size_t len, uint64_t *addr, size_t *done,
 		     struct alloc_try *t)
@@ -897,7 +891,8 @@ int alloc_head_write(struct zfs *fs, struct zfs_head *head, const void *buf,
 		zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 		if (!ret)
 			break;
-		if (alloc_limit_err(ret) && ++refusals <= 3) {
+		/* A zone limit refused it: our counts drifted. */
+		if (zdev_limit_err(ret) && ++refusals <= 3) {
 			alloc_io_end_locked(fs, zone);
 			alloc_resync_locked(fs);
 			zlock_unmutex(&fs->alloc_lock);

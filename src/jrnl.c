@@ -33,15 +33,6 @@
 /* Copies of each chain write: the chain and its mirror. */
 #define JRNL_COPIES 2
 
-/*
- * The device refused a write for its open or active zone limit: nothing
- * was written, and the owner may make room and try again.
- */
-static bool jrnl_limit_err(int err)
-{
-	return err == -ETOOMANYREFS || err == -EOVERFLOW;
-}
-
 /* Encode one record at @dst (room checked by the caller); returns bytes. */
 static size_t jrnl_encode(char *dst, uint16_t type, const void *payload,
 			  uint32_t len, uint32_t gen, uint64_t seq)
@@ -167,11 +158,11 @@ static int jrnl_write_copies(struct jrnl *j, const void *src, size_t len,
 				if (io)
 					j->cb->io_end(j->cb_arg, zone[todo[i]]);
 				/* Not a refusal: that zone is not tried again. */
-				if (sub[i].res && !jrnl_limit_err(sub[i].res) &&
-				    jrnl_limit_err(ret))
+				if (sub[i].res && !zdev_limit_err(sub[i].res) &&
+				    zdev_limit_err(ret))
 					ret = sub[i].res;
 			}
-			if (!jrnl_limit_err(ret) || tries == JRNL_RETRY_LIMIT)
+			if (!zdev_limit_err(ret) || tries == JRNL_RETRY_LIMIT)
 				break;
 			if (!j->cb) {
 				if (ret != -ETOOMANYREFS ||

@@ -609,6 +609,16 @@ START_TEST(test_mirror)
 }
 END_TEST
 
+/* The chain's last zone and its mirror's. */
+static void tail_zones(struct zfs *fs, uint32_t zones[2])
+{
+	uint64_t wp;
+
+	jtail(fs, &zones[0], &wp);
+	zones[1] = (uint32_t)((int64_t)zones[0] +
+			      mirror_delta(fs) / (int64_t)TU_MIB);
+}
+
 /* Refuses the first write to one zone for a zone limit; counts writes. */
 struct refuse {
 	pthread_mutex_t lock;
@@ -649,7 +659,6 @@ START_TEST(test_mirror_refused)
 {
 	struct refuse r = { .lock = PTHREAD_MUTEX_INITIALIZER,
 			    .eio_zone = ZF_NO_ZONE };
-	uint64_t wp;
 	struct zfs *fs;
 	char *want, *d;
 	int copy;
@@ -657,9 +666,7 @@ START_TEST(test_mirror_refused)
 	for (copy = 0; copy < 2; copy++) {
 		mkfs2(48);
 		fs = tu_mount(tu_img, false);
-		jtail(fs, &r.zones[0], &wp);
-		r.zones[1] = (uint32_t)((int64_t)r.zones[0] +
-					mirror_delta(fs) / (int64_t)TU_MIB);
+		tail_zones(fs, r.zones);
 		r.zone = r.zones[copy];
 		r.refused = r.writes[0] = r.writes[1] = 0;
 		zdev_set_fault(zfs_dev(fs), refuse_hook, &r);
@@ -694,14 +701,11 @@ END_TEST
 START_TEST(test_mirror_refused_failed)
 {
 	struct refuse r = { .lock = PTHREAD_MUTEX_INITIALIZER };
-	uint64_t wp;
 	struct zfs *fs;
 
 	mkfs2(48);
 	fs = tu_mount(tu_img, false);
-	jtail(fs, &r.zones[0], &wp);
-	r.zones[1] = (uint32_t)((int64_t)r.zones[0] +
-				mirror_delta(fs) / (int64_t)TU_MIB);
+	tail_zones(fs, r.zones);
 	r.zone = r.zones[0];
 	r.eio_zone = r.zones[1];
 	zdev_set_fault(zfs_dev(fs), refuse_hook, &r);

@@ -33,6 +33,7 @@
 #ifndef ZONEFUSE_ZDEV_H
 #define ZONEFUSE_ZDEV_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -181,6 +182,16 @@ static inline int zdev_reset(struct zdev *dev, uint32_t zone)
 static inline int zdev_finish(struct zdev *dev, uint32_t zone)
 {
 	return zdev_zone_op(dev, ZDEV_OP_FINISH, zone);
+}
+
+/*
+ * The device refused the operation for its open or active zone limit
+ * (-ETOOMANYREFS, -EOVERFLOW): nothing was done, and the caller may make
+ * room and try again.
+ */
+static inline bool zdev_limit_err(int err)
+{
+	return err == -ETOOMANYREFS || err == -EOVERFLOW;
 }
 
 /* A batch of independent I/Os, issued together (io_uring on real devices). */

@@ -39,7 +39,6 @@
 #include "alloc_i.h"
 #include "zonefuse/util.h"
 
-/* Something a waiter may want freed up. alloc_lock held. */
 /* A count about to go below zero is a bug; release builds clamp it. */
 static uint64_t alloc_sub(uint64_t have, uint64_t take, const char *what)
 {
@@ -1033,6 +1032,13 @@ void alloc_release_heads(struct zfs *fs)
 {
 	struct zfs_head *h;
 
+#ifdef ZONEFUSE_CHECKS
+	/* The walk below holds no lock: no thread may give a head back. */
+	if (fs->wb_threads) {
+		zlog_err("internal error: heads released with writeback threads running");
+		abort();
+	}
+#endif
 	alloc_release_head(fs, &fs->small);
 	alloc_release_head(fs, &fs->hot);
 	alloc_release_head(fs, &fs->gc);

@@ -519,7 +519,10 @@ void alloc_zone_dead(void *arg, uint32_t zone, uint64_t seq);
 int alloc_reclaim(struct zfs *fs);
 /*
  * At unmount, once nothing writes: heads let go of their zones, and those
- * with nothing live are queued for their reset (alloc_reclaim()).
+ * with nothing live are queued for their reset (alloc_reclaim()). Nothing
+ * writes means no request thread and no writeback thread (data_stop()):
+ * a writeback thread gives a file's head back after its last chunk is
+ * retired, and the private heads are walked here without alloc_lock.
  */
 void alloc_release_heads(struct zfs *fs);
 /* The bytes files have reserved (fallocate), all files together. */

@@ -249,14 +249,20 @@ class Fs:
         return st.f_bavail * st.f_frsize
 
     def counters(self):
-        """zonefuse's own byte counters since the mount (its stats
-        attribute): where its device writes went. None for the others."""
+        """zonefuse's own counters since the mount (its stats attribute):
+        where its device writes went, and where its fsyncs' time went
+        (those of a daemon too old to count them are left out). None for
+        the others."""
         if self.system != "zonefuse":
             return None
         st = json.loads(os.getxattr(self.mnt, "user.zonefuse.stats"))
         return {k: st[k] for k in ("host_bytes_written",
                                    "device_bytes_written",
-                                   "gc_bytes_written", "meta_bytes_written")}
+                                   "gc_bytes_written", "meta_bytes_written",
+                                   "fsyncs", "fsync_ns", "fsync_data_ns",
+                                   "journal_commits", "journal_commit_ns",
+                                   "journal_flush_ns", "journal_wait_ns")
+                if k in st}
 
 
 # ---- writing ---------------------------------------------------------------------
@@ -565,6 +571,7 @@ def mixed(fs, sz, rng, detail):
     fs.umount()
     lat.sort()
     detail.update(ops=ops, enospc=enospc, fsyncs=len(lat),
+                  fsync_mean_ms=1e3 * sum(lat) / max(1, len(lat)),
                   end_fill=live / avail0, phase_timed_out=timed_out,
                   phase_bytes=wrote)
     return {"fill_pct": 100 * detail["fill_bytes"] / avail0,
@@ -956,6 +963,24 @@ def cmd_report(a):
                                   - c["meta_bytes_written"]) / h,
                                  c["gc_bytes_written"] / h,
                                  c["meta_bytes_written"] / h))
+            if c and c.get("fsyncs") and c.get("journal_commits"):
+                n, nc = c["fsyncs"], c["journal_commits"]
+                inside = c["fsync_ns"] / n / 1e6
+                notes.append(
+                    "run %d %s mixed: an fsync took %.2f ms on average as "
+                    "the program saw it, %.2f in the daemon: %.2f on its "
+                    "file's data, %.2f on the journal (of it %.2f waiting "
+                    "for a commit another thread ran); %d commits for %d "
+                    "fsyncs, %.2f ms each, of it %.2f in their two flushes; "
+                    "the other %.2f ms are FUSE's round trip and "
+                    "scheduling" % (
+                        r["rep"] + 1, r["system"], d["fsync_mean_ms"], inside,
+                        c["fsync_data_ns"] / n / 1e6,
+                        (c["fsync_ns"] - c["fsync_data_ns"]) / n / 1e6,
+                        c["journal_wait_ns"] / n / 1e6, nc, n,
+                        c["journal_commit_ns"] / nc / 1e6,
+                        c["journal_flush_ns"] / nc / 1e6,
+                        d["fsync_mean_ms"] - inside))
             if d.get("fill_enospc"):
                 notes.append("run %d %s mixed: ENOSPC while filling, at %.1f%%"
                              " of its df: the phase ran from there" % (

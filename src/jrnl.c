@@ -865,7 +865,7 @@ uint32_t jrnl_grow_zones(struct jrnl *j)
  */
 static int jrnl_commit_once(struct jrnl *j)
 {
-	uint64_t upto, written = j->meta_bytes;
+	uint64_t upto, written = j->meta_bytes, t0 = zutil_now_mono_ns(), t;
 	char *batch = NULL;
 	size_t len, cap;
 	int ret;
@@ -880,10 +880,15 @@ static int jrnl_commit_once(struct jrnl *j)
 	pthread_mutex_unlock(&j->lock);
 
 	ret = j->need_roll ? 0 : zdev_flush(j->dev);
+	t = zutil_now_mono_ns();
+	j->flush_ns += t - t0;
 	if (!ret && len && !j->need_roll)
 		ret = jrnl_write_records(j, batch, len);
-	if (!ret && !j->need_roll)
+	if (!ret && !j->need_roll) {
+		t = zutil_now_mono_ns();
 		ret = zdev_flush(j->dev);
+		j->flush_ns += zutil_now_mono_ns() - t;
+	}
 	if (ret)
 		goto out;
 	/*
@@ -915,6 +920,7 @@ out:
 	}
 	pthread_mutex_unlock(&j->lock);
 	free(batch);
+	j->commit_ns += zutil_now_mono_ns() - t0;
 	return ret;
 }
 
@@ -947,7 +953,10 @@ int jrnl_commit(struct jrnl *j, uint64_t seq)
 			break;
 		}
 		if (j->busy) {
+			uint64_t t = zutil_now_mono_ns();
+
 			pthread_cond_wait(&j->cv, &j->lock);
+			j->wait_ns += zutil_now_mono_ns() - t;
 			continue;
 		}
 		j->busy = true;
@@ -1111,6 +1120,9 @@ void jrnl_get_stats(struct jrnl *j, struct jrnl_stats *st)
 	st->meta_bytes = j->meta_bytes;
 	st->commits = j->commits;
 	st->rolls = j->rolls;
+	st->commit_ns = j->commit_ns;
+	st->flush_ns = j->flush_ns;
+	st->wait_ns = j->wait_ns;
 	st->chain_zones = j->chain_len;
 	st->chain_gen = j->gen;
 	st->anchor_seq = j->anchor_seq;

@@ -77,6 +77,11 @@ struct jrnl {
 	uint64_t anchor_seq; /* last anchor written */
 
 	_Atomic uint64_t meta_bytes, commits, rolls;
+	/*
+	 * Time, this session: in commits (jrnl_commit_once()), in their
+	 * flushes, and callers' waits for a commit another thread ran.
+	 */
+	_Atomic uint64_t commit_ns, flush_ns, wait_ns;
 	_Atomic uint32_t grow_zones; /* jrnl_grow_zones(): jrnl_set_grow() */
 
 	const struct jrnl_cb *cb;

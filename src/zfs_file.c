@@ -304,6 +304,7 @@ out_unreserve:
 
 int zfs_fsync(struct zfs *fs, uint64_t ino, bool datasync)
 {
+	uint64_t t0 = zutil_now_mono_ns(), t;
 	struct zm_inode *in;
 	struct zfs_rt *rt;
 	int ret = 0;
@@ -321,12 +322,16 @@ int zfs_fsync(struct zfs *fs, uint64_t ino, bool datasync)
 	 * The rt outlives this window: it is freed only with meta_lock
 	 * exclusive when the inode is idle, and the caller holds it open.
 	 */
+	t = zutil_now_mono_ns();
 	if (!ret && rt)
 		ret = data_fsync_inode(fs, rt);
+	fs->fsync_data_ns += zutil_now_mono_ns() - t;
 	if (!ret)
 		ret = jrnl_commit(fs->j, UINT64_MAX);
 	if (!ret && fs->error)
 		ret = -EIO;
+	fs->fsyncs++;
+	fs->fsync_ns += zutil_now_mono_ns() - t0;
 	return ret;
 }
 

@@ -282,6 +282,8 @@ struct zfs {
 	_Atomic uint64_t gc_bytes;
 	_Atomic uint64_t csum_errors; /* blocks read that failed their
 					 checksum, since mount */
+	/* fsyncs since mount, their time, and of it their data's (ns). */
+	_Atomic uint64_t fsyncs, fsync_ns, fsync_data_ns;
 	/* The daemon's FUSE transport (zfs_set_transport()), NULL: none. */
 	_Atomic(const char *) transport;
 

@@ -124,6 +124,13 @@ int zfs_get_stats(struct zfs *fs, struct zfs_stats *s)
 	s->meta_bytes_written = fs->base_meta_bytes + js.meta_bytes;
 	s->device_bytes_read = ds.bytes_read;
 	s->checksum_errors = atomic_load(&fs->csum_errors);
+	s->fsyncs = atomic_load(&fs->fsyncs);
+	s->fsync_ns = atomic_load(&fs->fsync_ns);
+	s->fsync_data_ns = atomic_load(&fs->fsync_data_ns);
+	s->journal_commits = js.commits;
+	s->journal_commit_ns = js.commit_ns;
+	s->journal_flush_ns = js.flush_ns;
+	s->journal_wait_ns = js.wait_ns;
 	s->write_amplification =
 		s->host_bytes_written ?
 			(double)s->device_bytes_written /
@@ -186,7 +193,14 @@ int zfs_stats_json(const struct zfs_stats *s, char *buf, size_t size)
 	    zjson_set_u64(o, "gc_bytes_written", s->gc_bytes_written) ||
 	    zjson_set_u64(o, "meta_bytes_written", s->meta_bytes_written) ||
 	    zjson_set_u64(o, "device_bytes_read", s->device_bytes_read) ||
-	    zjson_set_u64(o, "checksum_errors", s->checksum_errors))
+	    zjson_set_u64(o, "checksum_errors", s->checksum_errors) ||
+	    zjson_set_u64(o, "fsyncs", s->fsyncs) ||
+	    zjson_set_u64(o, "fsync_ns", s->fsync_ns) ||
+	    zjson_set_u64(o, "fsync_data_ns", s->fsync_data_ns) ||
+	    zjson_set_u64(o, "journal_commits", s->journal_commits) ||
+	    zjson_set_u64(o, "journal_commit_ns", s->journal_commit_ns) ||
+	    zjson_set_u64(o, "journal_flush_ns", s->journal_flush_ns) ||
+	    zjson_set_u64(o, "journal_wait_ns", s->journal_wait_ns))
 		goto out_put;
 	if (s->write_amplification < 0 ?
 		    json_object_set_new(o, "write_amplification", json_null()) :

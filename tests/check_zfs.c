@@ -774,12 +774,55 @@ START_TEST(test_stats_identity)
 }
 END_TEST
 
+/*
+ * The stats say where fsync's time went: each fsync answered is counted,
+ * its time includes its data's, each commit's includes its flushes', and
+ * the JSON carries them.
+ */
+START_TEST(test_stats_fsync)
+{
+	struct zfs_stats st0, st;
+	unsigned int cache;
+	char buf[4096], path[16];
+	uint64_t ino;
+	int i;
+
+	TU_OK(zfs_get_stats(fs, &st0));
+	for (i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "/s%d", i);
+		mkfile(path, ALICE, STAFF, 0644);
+		ino = ino_of(path);
+		TU_OK(zfs_open(fs, &tu_root_ctx, ino, O_RDWR, &cache));
+		ck_assert_int_eq(zfs_write(fs, &tu_root_ctx, ino, "data", 4, 0,
+					   false),
+				 4);
+		TU_OK(zfs_fsync(fs, ino, false));
+		TU_OK(zfs_release(fs, ino, cache));
+	}
+	TU_OK(zfs_get_stats(fs, &st));
+	ck_assert_uint_eq(st.fsyncs - st0.fsyncs, 3);
+	ck_assert_uint_gt(st.fsync_data_ns, st0.fsync_data_ns);
+	ck_assert_uint_ge(st.fsync_ns - st0.fsync_ns,
+			  st.fsync_data_ns - st0.fsync_data_ns);
+	/* Each fsync had records of its own to commit. */
+	ck_assert_uint_ge(st.journal_commits - st0.journal_commits, 3);
+	ck_assert_uint_gt(st.journal_flush_ns, st0.journal_flush_ns);
+	ck_assert_uint_ge(st.journal_commit_ns - st0.journal_commit_ns,
+			  st.journal_flush_ns - st0.journal_flush_ns);
+	ck_assert_int_gt(zfs_stats_json(&st, buf, sizeof(buf)), 0);
+	snprintf(path, sizeof(path), "\"fsyncs\": %u", (unsigned int)st.fsyncs);
+	ck_assert_msg(strstr(buf, path), "%s", buf);
+	ck_assert_msg(strstr(buf, "\"journal_wait_ns\": "), "%s", buf);
+}
+END_TEST
+
 static Suite *zfs_suite(void)
 {
 	Suite *s = suite_create("zfs");
 
 	tu_add_case(s, "perm_classes", test_perm_classes, setup, teardown, 60);
 	tu_add_case(s, "stats_identity", test_stats_identity, setup, teardown, 60);
+	tu_add_case(s, "stats_fsync", test_stats_fsync, setup, teardown, 60);
 	tu_add_case(s, "perm_root", test_perm_root, setup, teardown, 60);
 	tu_add_case(s, "open_exec", test_open_exec, setup, teardown, 60);
 	tu_add_case(s, "chmod_owner", test_chmod_owner, setup, teardown, 60);

@@ -248,6 +248,11 @@ int jrnl_error(struct jrnl *j);
 struct jrnl_stats {
 	uint64_t meta_bytes; /* bytes written by the journal, this session */
 	uint64_t commits, rolls;
+	/*
+	 * Nanoseconds, this session: in commits, in the flushes of those
+	 * commits, and jrnl_commit() callers waiting for another's commit.
+	 */
+	uint64_t commit_ns, flush_ns, wait_ns;
 	uint32_t chain_zones;
 	uint32_t chain_gen;
 	uint64_t anchor_seq, snap_seq;

@@ -449,6 +449,15 @@ struct zfs_stats {
 	uint64_t device_bytes_read; /* by this mount (data, journal, reclaim) */
 	uint64_t checksum_errors;   /* data blocks read that failed their
 				       checksum, by this mount */
+	/*
+	 * Where fsync's time goes, in the daemon, since mount (ns): fsyncs
+	 * answered, their time, the part spent on their files' data, and
+	 * the journal's commits (count, time, of it the device flushes) and
+	 * callers' waits for a commit another thread was running.
+	 */
+	uint64_t fsyncs, fsync_ns, fsync_data_ns;
+	uint64_t journal_commits, journal_commit_ns, journal_flush_ns;
+	uint64_t journal_wait_ns;
 	double write_amplification; /* < 0 while nothing was written */
 	uint64_t resets_total, resets_min, resets_max; /* pool zones not in
 							   the journal now */

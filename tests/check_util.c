@@ -34,8 +34,9 @@ START_TEST(test_crc32c_vectors)
 END_TEST
 
 /*
- * The three-lane path of long buffers gives the byte-wise table's CRC, at
- * every length around its lane boundaries and from any start state.
+ * Each implementation this CPU has (the three-lane instruction path, the
+ * eight tables) gives the bit-wise definition's CRC, at every length
+ * around the lane boundaries and from any start state.
  */
 static uint32_t crc32c_ref(uint32_t crc, const unsigned char *p, size_t len)
 {
@@ -57,12 +58,43 @@ START_TEST(test_crc32c_long)
 	static unsigned char b[65536 + 64];
 	size_t i, j;
 
+	enum crc32c_impl impl;
+
 	for (i = 0; i < sizeof(b); i++)
 		b[i] = (unsigned char)(i * 2654435761u >> 13);
-	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
-		for (j = 0; j < 3; j++)
-			ck_assert_uint_eq(crc32c((uint32_t)j * 0x1234567u, b + j, lens[i]),
-					  crc32c_ref((uint32_t)j * 0x1234567u, b + j, lens[i]));
+	for (impl = CRC32C_TABLES; impl <= CRC32C_SSE42; impl++) {
+		if (!crc32c_have(impl))
+			continue;
+		for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
+			for (j = 0; j < 3; j++)
+				ck_assert_uint_eq(
+					crc32c_with(impl, (uint32_t)j * 0x1234567u,
+						    b + j, lens[i]),
+					crc32c_ref((uint32_t)j * 0x1234567u, b + j,
+						   lens[i]));
+	}
+}
+END_TEST
+
+/*
+ * crc32c() uses one implementation this CPU has, the same for the whole
+ * process; the tables are always there.
+ */
+START_TEST(test_crc32c_choice)
+{
+	unsigned char b[4096];
+	unsigned int i;
+
+	for (i = 0; i < sizeof(b); i++)
+		b[i] = (unsigned char)(i * 7 + 3);
+	ck_assert(crc32c_have(CRC32C_TABLES));
+	ck_assert(crc32c_have(crc32c_impl()));
+	ck_assert_uint_eq(crc32c(0, b, sizeof(b)),
+			  crc32c_with(crc32c_impl(), 0, b, sizeof(b)));
+	ck_assert_uint_eq(crc32c_with(CRC32C_TABLES, 0, "123456789", 9),
+			  0xe3069283u);
+	ck_assert_uint_eq(crc32c_with(CRC32C_SSE42, 0, "123456789", 9),
+			  0xe3069283u);
 }
 END_TEST
 
@@ -87,22 +119,33 @@ START_TEST(test_crc32c_alignment)
 {
 	unsigned char *b = malloc(4096 + 16);
 	unsigned int start, len, i;
+	enum crc32c_impl impl;
 
 	ck_assert_ptr_nonnull(b);
 	srand(42);
 	for (i = 0; i < 4096 + 16; i++)
 		b[i] = (unsigned char)rand();
-	for (start = 0; start < 16; start++) {
-		for (len = 0; len < 80; len++) {
-			uint32_t bytewise = 0;
+	for (impl = CRC32C_TABLES; impl <= CRC32C_SSE42; impl++) {
+		if (!crc32c_have(impl))
+			continue;
+		for (start = 0; start < 16; start++) {
+			for (len = 0; len < 80; len++) {
+				uint32_t bytewise = 0;
 
-			for (i = 0; i < len; i++)
-				bytewise = crc32c(bytewise, b + start + i, 1);
-			ck_assert_uint_eq(crc32c(0, b + start, len), bytewise);
+				for (i = 0; i < len; i++)
+					bytewise = crc32c_with(impl, bytewise,
+							       b + start + i, 1);
+				ck_assert_uint_eq(crc32c_with(impl, 0, b + start, len),
+						  bytewise);
+				ck_assert_uint_eq(bytewise,
+						  crc32c_ref(0, b + start, len));
+			}
+			ck_assert_uint_eq(crc32c_with(impl, 0, b + start, 4096),
+					  crc32c_with(impl,
+						      crc32c_with(impl, 0, b + start,
+								  1000),
+						      b + start + 1000, 3096));
 		}
-		ck_assert_uint_eq(crc32c(0, b + start, 4096),
-				  crc32c(crc32c(0, b + start, 1000),
-					 b + start + 1000, 3096));
 	}
 	free(b);
 }
@@ -325,6 +368,9 @@ static Suite *util_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("crc32c_alignment");
 	tcase_add_test(tc, test_crc32c_alignment);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("crc32c_choice");
+	tcase_add_test(tc, test_crc32c_choice);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("parse_size");
 	tcase_add_test(tc, test_parse_size_ok);

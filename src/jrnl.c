@@ -859,13 +859,23 @@ uint32_t jrnl_grow_zones(struct jrnl *j)
 	return atomic_load(&j->grow_zones);
 }
 
+/* A commit's flush, its time counted (jrnl_get_stats()). */
+static int jrnl_timed_flush(struct jrnl *j)
+{
+	uint64_t t = zutil_now_mono_ns();
+	int ret = zdev_flush(j->dev);
+
+	j->flush_ns += zutil_now_mono_ns() - t;
+	return ret;
+}
+
 /*
  * One commit, as the committer: flush the data, write what is pending,
  * flush again; roll if the log has grown past the snapshot.
  */
 static int jrnl_commit_once(struct jrnl *j)
 {
-	uint64_t upto, written = j->meta_bytes, t0 = zutil_now_mono_ns(), t;
+	uint64_t upto, written = j->meta_bytes, t0 = zutil_now_mono_ns();
 	char *batch = NULL;
 	size_t len, cap;
 	int ret;
@@ -879,16 +889,11 @@ static int jrnl_commit_once(struct jrnl *j)
 	j->pend_len = j->pend_cap = 0;
 	pthread_mutex_unlock(&j->lock);
 
-	ret = j->need_roll ? 0 : zdev_flush(j->dev);
-	t = zutil_now_mono_ns();
-	j->flush_ns += t - t0;
+	ret = j->need_roll ? 0 : jrnl_timed_flush(j);
 	if (!ret && len && !j->need_roll)
 		ret = jrnl_write_records(j, batch, len);
-	if (!ret && !j->need_roll) {
-		t = zutil_now_mono_ns();
-		ret = zdev_flush(j->dev);
-		j->flush_ns += zutil_now_mono_ns() - t;
-	}
+	if (!ret && !j->need_roll)
+		ret = jrnl_timed_flush(j);
 	if (ret)
 		goto out;
 	/*

@@ -27,7 +27,8 @@
  *   was copied into it by the writer before the daemon copied it out, and
  *   each write(2) cost a GETXATTR of security.capability (the kernel's
  *   set-ID check, which the uncached path leaves to the daemon, as
- *   zfs_write() does). Without them, dd went 1.4-1.6 -> 1.9-3.1 GB/s,
+ *   zfs_write() does; the cached path has since lost it too, xport.c's
+ *   FUSE_HANDLE_KILLPRIV_V2). Without them, dd went 1.4-1.6 -> 1.9-3.1 GB/s,
  *   torch.save 1.2-1.3 -> 1.5-1.9 GB/s, create+write+close 5,300-5,700 ->
  *   6,000-6,400 files/s, and the rm of a 2 GiB checkpoint 90 ms -> under
  *   10 ms (it had the kernel drop the written pages).
@@ -582,6 +583,7 @@ static void fs_ll_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	}
 	fs_ctx(req, &c);
 	ret = zfs_getxattr(fs_of(req), &c, ino, name, buf, size);
+	fs_trace("getxattr", ino, name, ret < 0 ? (int)ret : 0);
 	if (ret < 0)
 		fuse_reply_err(req, (int)-ret);
 	else if (!size)

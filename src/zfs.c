@@ -355,9 +355,10 @@ static int zfs_setattr_check(const struct zfs_ctx *ctx, struct zm_inode *in,
 	int ret;
 
 	/*
-	 * The kernel clears set-ID bits before a write with a SETATTR of
-	 * the mode on the writer's behalf (fuse_setattr(), ATTR_KILL_SUID),
-	 * whoever owns the file: a mode change that only takes set-ID bits
+	 * A kernel that was not given FUSE_HANDLE_KILLPRIV_V2 (xport.c)
+	 * clears set-ID bits before a write with a SETATTR of the mode on
+	 * the writer's behalf (fuse_setattr(), ATTR_KILL_SUID), whoever
+	 * owns the file: a mode change that only takes set-ID bits
 	 * away is what a write would do anyway, and needs what a write needs.
 	 */
 	if ((set & ZFS_SET_MODE) && !zfs_is_owner(ctx, in)) {

@@ -35,6 +35,8 @@ op, a = sys.argv[1], sys.argv[2:]
 try:
     if op == "truncate":
         os.truncate(a[0], int(a[1]))
+    elif op == "trunc_open":
+        os.close(os.open(a[0], os.O_WRONLY | os.O_TRUNC))
     elif op == "chmod":
         os.chmod(a[0], int(a[1], 8))
     elif op == "chown":
@@ -163,6 +165,43 @@ def setgid_write(d):
 
 
 @both
+def setid_cleared(d):
+    """Set-ID bits go as ext4 drops them, whichever way the data changes:
+    writes through the page cache (also on a file written before it had
+    any: the kernel's mark that an inode needs no check, S_NOSEC, must not
+    outlive the chmod), a truncate and an open with O_TRUNC by another
+    user, and a write by root, which keeps them (item 4; the daemon clears
+    them itself: FUSE_HANDLE_KILLPRIV_V2, src/xport.c)."""
+    def mode(f):
+        return oct(os.stat(f).st_mode & 0o7777)
+
+    out = []
+    f = os.path.join(d, "plain")
+    with open(f, "w") as fh:
+        fh.write("data")
+    os.chmod(f, 0o666)
+    out.append(("plain", as_user(NOBODY, "write", f)))
+    os.chmod(f, 0o6777)
+    out.append(("after chmod", as_user(NOBODY, "write", f)))
+    out.append(("again", as_user(NOBODY, "write", f)))
+    for op, args in (("truncate", (1,)), ("trunc_open", ())):
+        for m in (0o6777, 0o2767, 0o4766):
+            g = os.path.join(d, f"{op}{m:o}")
+            with open(g, "w") as fh:
+                fh.write("data")
+            os.chmod(g, m)
+            out.append((f"{op} {m:o}", (as_user(NOBODY, op, g, *args), mode(g))))
+    g = os.path.join(d, "root")
+    with open(g, "w") as fh:
+        fh.write("data")
+    os.chmod(g, 0o6777)
+    with open(g, "r+b") as fh:
+        fh.write(b"x")
+    out.append(("root write", mode(g)))
+    return out
+
+
+@both
 def exec_only(d):
     """A program one may execute but not read runs (item 5)."""
     p = os.path.join(d, "prog")
@@ -281,7 +320,8 @@ def main():
         e.skip(f"no ext4 reference on a loop device here: {ex}")
     os.chmod(REF.dir, 0o755)
     os.chmod(e.WORK, 0o755)          # others must reach both mounts
-    tests = [search_cached, fifo_mode, chown_same, setgid_write, exec_only,
+    tests = [search_cached, fifo_mode, chown_same, setgid_write, setid_cleared,
+             exec_only,
              readdir_rename_back, device_nodes, fallocate_reserves]
 
     def final():

@@ -209,6 +209,28 @@ def blkdev_possible():
     return os.path.exists("/dev/loop-control")
 
 
+def test_write_no_getxattr():
+    """Writes through the page cache ask the daemon for no
+    security.capability each: the INIT reply takes
+    FUSE_HANDLE_KILLPRIV_V2 (src/xport.c), after which the kernel asks
+    once per inode. Counted in the daemon's debug log; without it there
+    was a GETXATTR per write."""
+    for t in transports():
+        img = E.image(f"kp2-{t}.img")
+        m = E.Mount(img, f"kp2-{t}", opts=f"transport={t},debug",
+                    foreground=True)
+        fd = os.open(m.path("f"), os.O_CREAT | os.O_RDWR, 0o644)
+        for i in range(64):
+            os.pwrite(fd, b"x" * 4096, i * 4096)
+        os.close(fd)
+        m.umount()
+        with open(m.log.name) as f:
+            n = sum("getxattr" in line and "security.capability" in line
+                    for line in f)
+        assert n <= 2, f"{t}: {n} GETXATTRs of security.capability for 64 writes"
+        E.log(f"{t}: {n} GETXATTR of security.capability for 64 writes")
+
+
 def test_syncfs():
     """fuseblk: a file written without fsync, sync(1), kill -9: the
     remount has it (SYNCFS reached the daemon). Without the sync it would
@@ -266,6 +288,7 @@ if __name__ == "__main__":
         ("data_across", test_data_across),
         ("kill_in_flight", test_kill_in_flight),
         ("forced_uring_refused", test_forced_uring_refused),
+        ("write_no_getxattr", test_write_no_getxattr),
         ("syncfs", test_syncfs),
         ("umount_durable", test_umount_durable),
     ])

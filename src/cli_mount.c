@@ -47,6 +47,7 @@ struct mount_cfg {
 	uint32_t threads;
 	uint32_t readahead_kb;
 	char *transport; /* -o transport=, else $ZONEFUSE_TRANSPORT, else auto */
+	char *uring_sched; /* -o uring_sched=auto|normal */
 	int ro, debug, foreground, help, version;
 	int shared; /* allow_other or allow_root */
 	int blkdev; /* a fuseblk mount: sync(1) and umount reach the daemon */
@@ -80,6 +81,7 @@ static const struct fuse_opt mount_opts[] = {
 	MOUNT_NUM("threads", threads),
 	MOUNT_NUM("readahead_kb", readahead_kb),
 	{ "transport=%s", offsetof(struct mount_cfg, transport), 0 },
+	{ "uring_sched=%s", offsetof(struct mount_cfg, uring_sched), 0 },
 	MOUNT_OPT("debug", debug),
 	MOUNT_OPT("-h", help),
 	MOUNT_OPT("--help", help),
@@ -236,6 +238,10 @@ static void mount_usage(FILE *f)
 		"  -o transport=auto|uring|dev\n"
 		"                         how FUSE requests arrive: io_uring queues when the\n"
 		"                         kernel has them on (auto, the default), or /dev/fuse\n"
+		"  -o uring_sched=auto|normal\n"
+		"                         auto (the default): the io_uring queue threads run\n"
+		"                         SCHED_IDLE while CPUs are idle, so that a reader\n"
+		"                         stays on its CPU; normal: always SCHED_OTHER\n"
 		"  -o blkdev              mount as fuseblk (root only): sync(1) and umount then\n"
 		"                         wait for the daemon to make everything durable; an\n"
 		"                         image gets a loop device to stand for it\n"
@@ -428,6 +434,12 @@ static int mount_main(const char *spec, const char *dir,
 		cli_error("mount", "transport=%s: expected auto, uring or dev", tr);
 		goto out_args;
 	}
+	if (cfg.uring_sched && strcmp(cfg.uring_sched, "auto") &&
+	    strcmp(cfg.uring_sched, "normal")) {
+		cli_error("mount", "uring_sched=%s: expected auto or normal",
+			  cfg.uring_sched);
+		goto out_args;
+	}
 	if (fsfind_parse(spec, &tag, err, sizeof(err))) {
 		cli_error("mount", "%s", err);
 		goto out_args;
@@ -531,6 +543,7 @@ static int mount_main(const char *spec, const char *dir,
 		goto out_session;
 	}
 	ll.xp = xp;
+	xp_set_idle(xp, !cfg.uring_sched || !strcmp(cfg.uring_sched, "auto"));
 	if (fuse_set_signal_handlers(se)) {
 		cli_error("mount", "cannot set signal handlers");
 		goto out_session;
@@ -617,6 +630,7 @@ out_args:
 	if (loop_fd >= 0)
 		close(loop_fd);
 	free(cfg.transport);
+	free(cfg.uring_sched);
 	free(cfg.refused);
 	free(cfg.own);
 	free(fsname);

@@ -26,7 +26,8 @@
  *   their threads all exist before that reply is written, and the threads
  *   register once it has been.
  * - Requests: one thread per queue serves its ring (xp_queue_run()),
- *   pinned to the queue's CPU as libfuse 3.18 pins them (xp_pin()). Each
+ *   pinned to the queue's CPU as libfuse 3.18 pins them (xp_pin()), and
+ *   SCHED_IDLE while the machine has idle CPU time (xp_idle_run()). Each
  *   request is handed to fuse_session_process_buf() on that thread;
  *   zonefuse's operations reply before they return (fuse_ll.c), so a
  *   thread-local "current entry" tells the writev hook where the reply
@@ -114,6 +115,7 @@ struct xp {
 	struct zfs *fs;
 	enum xp_choice choice;
 	bool uring_wanted; /* set at create, read-only after */
+	bool idle_wanted;  /* xp_set_idle(); read-only once the queues run */
 	int fd;		   /* the session's /dev/fuse, from xp_attach() */
 	int stop_fd;	   /* eventfd: the queues' threads stop when readable */
 
@@ -139,6 +141,13 @@ struct xp {
 	pthread_cond_t go_cv;
 	int go;		/* protected by go_lock: 0 wait, 1 register, -1 quit */
 	atomic_bool reg_failed;
+
+	/*
+	 * The thread that sets the queue threads' policy (xp_idle_run());
+	 * created and joined with the queues.
+	 */
+	pthread_t idle_thread;
+	bool idle_up;
 };
 
 /* The ring entry whose request this thread serves (NULL: none). */
@@ -394,6 +403,113 @@ static void xp_pin(const struct xp_queue *q)
 			   strerror(ret));
 }
 
+/*
+ * Where the caller goes when its request is answered. A queue thread
+ * pinned beside the caller answers while it still runs on the caller's
+ * CPU, so the scheduler wakes the caller on another CPU if one is idle
+ * (select_idle_sibling()): on a quiet machine, one thread reading a
+ * block at a time moved CPU on 80 % of its reads (perf, sched_migrate_task
+ * from fuse_readpages_end()), paying an interrupt to wake the other CPU
+ * each time, and its next request went to the other CPU's queue. With the
+ * queue threads SCHED_IDLE, a CPU that runs only them counts as idle, so
+ * the caller stays and preempts the queue thread at once: 4 KiB psync
+ * reads from one thread 28-35k -> 80-112k IOPS, create+write+close 8.6k
+ * -> 22.9k files/s (docs/performance.md, "The queue threads' policy").
+ * But SCHED_IDLE threads get almost no time while other work wants the
+ * CPUs: under `stress-ng --cpu 2` unlinks ran at 5.9k/s instead of
+ * 32.8k, and the caller does not move then anyway (no idle CPU). So the
+ * policy follows the machine: SCHED_IDLE while at least XP_IDLE_ON of its
+ * CPU time went idle over the last XP_IDLE_MS, SCHED_OTHER as soon as
+ * less than XP_IDLE_OFF did (/proc/stat sums every CPU's idle and iowait time).
+ * Going back to SCHED_OTHER needs CAP_SYS_NICE (or RLIMIT_NICE 20): a
+ * daemon without it keeps SCHED_OTHER, checked on this thread first.
+ */
+#define XP_IDLE_MS 100
+#define XP_IDLE_ON 0.30
+#define XP_IDLE_OFF 0.15
+
+/*
+ * The machine's idle CPU time so far (all CPUs), in seconds; < 0:
+ * unknown. Idle and iowait both: a CPU whose only task sleeps in
+ * io_uring_enter() with commands in flight, as our queue threads do,
+ * counts as iowait.
+ */
+static double xp_idle_seconds(void)
+{
+	unsigned long long v[5];
+	long hz = sysconf(_SC_CLK_TCK);
+	FILE *f = fopen("/proc/stat", "re");
+	int n;
+
+	if (!f)
+		return -1;
+	n = fscanf(f, "cpu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+		   &v[3], &v[4]);
+	fclose(f);
+	return n == 5 && hz > 0 ? (double)(v[3] + v[4]) / (double)hz : -1;
+}
+
+static int xp_policy_set(pthread_t t, int policy)
+{
+	struct sched_param sp = { .sched_priority = 0 };
+
+	return -pthread_setschedparam(t, policy, &sp);
+}
+
+static void *xp_idle_run(void *arg)
+{
+	struct xp *xp = arg;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	double idle0 = xp_idle_seconds(), idle1, frac;
+	uint64_t t0 = zutil_now_mono_ns(), t1;
+	struct pollfd pfd = { .fd = xp->stop_fd, .events = POLLIN };
+	bool idle = false, want;
+	unsigned int i;
+	int n, ret;
+
+	if (!xp_wait_go(xp))
+		return NULL;
+	pthread_setname_np(pthread_self(), "zf-sched");
+	ret = xp_policy_set(pthread_self(), SCHED_IDLE);
+	if (!ret)
+		ret = xp_policy_set(pthread_self(), SCHED_OTHER);
+	if (ret || idle0 < 0 || ncpu < 2) {
+		zlog_info("transport: io_uring queue threads stay SCHED_OTHER (%s)",
+			  ret ? "cannot return from SCHED_IDLE without CAP_SYS_NICE" :
+			  ncpu < 2 ? "one CPU" : "no /proc/stat");
+		return NULL;
+	}
+	for (;;) {
+		n = poll(&pfd, 1, XP_IDLE_MS);
+		if (n > 0 || (n < 0 && errno != EINTR))
+			break; /* stopping */
+		idle1 = xp_idle_seconds();
+		t1 = zutil_now_mono_ns();
+		if (idle1 < 0 || t1 <= t0)
+			continue;
+		frac = (idle1 - idle0) * 1e9 / ((double)(t1 - t0) * (double)ncpu);
+		idle0 = idle1;
+		t0 = t1;
+		want = idle ? frac >= XP_IDLE_OFF : frac >= XP_IDLE_ON;
+		if (want == idle)
+			continue;
+		for (i = 0; i < xp->nr_q; i++) {
+			ret = xp_policy_set(xp->q[i].thread,
+					    want ? SCHED_IDLE : SCHED_OTHER);
+			if (ret && ret != -ESRCH) /* ESRCH: it has quit */
+				zlog_warn("transport: io_uring queue %u: cannot set %s: %s",
+					  i, want ? "SCHED_IDLE" : "SCHED_OTHER",
+					  strerror(-ret));
+		}
+		idle = want;
+		zlog_debug("transport: queue threads %s (%.0f %% idle)",
+			   idle ? "SCHED_IDLE" : "SCHED_OTHER", frac * 100);
+	}
+	for (i = 0; idle && i < xp->nr_q; i++)
+		xp_policy_set(xp->q[i].thread, SCHED_OTHER);
+	return NULL;
+}
+
 static void *xp_queue_run(void *arg)
 {
 	struct xp_queue *q = arg;
@@ -498,6 +614,9 @@ static void xp_queues_stop(struct xp *xp, int why)
 	if (write(xp->stop_fd, &one, sizeof(one)) < 0)
 		zlog_warn("transport: cannot wake the io_uring queues: %s",
 			  strerror(errno));
+	if (xp->idle_up)
+		pthread_join(xp->idle_thread, NULL);
+	xp->idle_up = false;
 	for (i = 0; xp->q && i < xp->nr_q; i++) {
 		if (xp->q[i].thread_up)
 			pthread_join(xp->q[i].thread, NULL);
@@ -559,6 +678,12 @@ static int xp_queues_setup(struct xp *xp, size_t payload)
 		if (ret)
 			goto out_stop;
 		xp->q[i].thread_up = true;
+	}
+	if (xp->idle_wanted && nr > 1) {
+		ret = -pthread_create(&xp->idle_thread, NULL, xp_idle_run, xp);
+		if (ret)
+			goto out_stop;
+		xp->idle_up = true;
 	}
 	return 0;
 
@@ -799,12 +924,18 @@ int xp_create(struct fuse_session *se, struct zfs *fs, enum xp_choice c,
 	xp->fs = fs;
 	xp->choice = c;
 	xp->uring_wanted = c != XP_DEV && param > 0;
+	xp->idle_wanted = true;
 	xp->fd = -1;
 	pthread_mutex_init(&xp->go_lock, NULL);
 	pthread_cond_init(&xp->go_cv, NULL);
 	xp_set_name(xp, "dev");
 	*out = xp;
 	return 0;
+}
+
+void xp_set_idle(struct xp *xp, bool on)
+{
+	xp->idle_wanted = on;
 }
 
 int xp_attach(struct xp *xp)

@@ -34,6 +34,14 @@ int xp_create(struct fuse_session *se, struct zfs *fs, enum xp_choice c,
 	      struct xp **out, char *why, size_t len);
 
 /*
+ * Whether the io_uring queue threads may run SCHED_IDLE while the machine
+ * has idle CPU time (the default, true), so that a caller woken by their
+ * reply stays on its CPU; false keeps them SCHED_OTHER (-o
+ * uring_sched=normal). Call before the mount's INIT.
+ */
+void xp_set_idle(struct xp *xp, bool on);
+
+/*
  * Take over the mounted session's /dev/fuse I/O (fuse_session_custom_io).
  * The session's userdata must be a struct fs_ll whose .xp is @xp.
  * Returns 0 or -errno.

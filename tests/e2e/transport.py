@@ -209,6 +209,90 @@ def blkdev_possible():
     return os.path.exists("/dev/loop-control")
 
 
+def queue_policies(m):
+    """{thread name: policy} of the mount's zf-uring-N threads (5 is
+    SCHED_IDLE, 0 SCHED_OTHER: /proc/TID/stat field 41)."""
+    out = {}
+    for pid in m.pids():
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                name = open(f"/proc/{pid}/task/{tid}/comm").read().strip()
+                stat = open(f"/proc/{pid}/task/{tid}/stat").read()
+            except FileNotFoundError:
+                continue
+            if name.startswith("zf-uring-") and name[9:].isdigit():
+                out[name] = int(stat.rsplit(")", 1)[1].split()[38])
+    return out
+
+
+def idle_share(secs=1.0):
+    """The share of all CPUs' time that was idle or iowait over secs."""
+    def sample():
+        v = [int(x) for x in open("/proc/stat").readline().split()[1:9]]
+        return v[3] + v[4], sum(v)
+    i0, t0 = sample()
+    time.sleep(secs)
+    i1, t1 = sample()
+    return (i1 - i0) / max(1, t1 - t0)
+
+
+def wait_policy(m, want, limit):
+    t0 = time.time()
+    while time.time() - t0 < limit:
+        p = queue_policies(m)
+        if p and all(v == want for v in p.values()):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_queue_policy():
+    """io_uring's queue threads are SCHED_IDLE while the CPUs are idle
+    and SCHED_OTHER within a second once every CPU is busy (a spinning
+    process per CPU), then SCHED_IDLE again; -o uring_sched=normal keeps
+    them SCHED_OTHER (src/xport.c, xp_idle_run())."""
+    if "uring" not in transports():
+        E.log("queue policy not checked: no io_uring transport here")
+        return
+    if os.cpu_count() < 2:
+        E.log("queue policy not checked: one CPU")
+        return
+    img = E.image("policy.img")
+    m = E.Mount(img, "policy", opts="transport=uring")
+
+    def idle_or_busy(what):
+        if wait_policy(m, 5, 10):
+            return
+        share = idle_share()
+        # A machine busy with other work keeps them SCHED_OTHER, rightly.
+        assert share < 0.30, \
+            f"{what}: queue threads {queue_policies(m)}, not SCHED_IDLE, with {share:.0%} idle"
+        E.log(f"{what}: SCHED_IDLE not checked, the machine is busy ({share:.0%} idle)")
+
+    idle_or_busy("quiet")
+    spin = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(os.cpu_count())]
+    try:
+        assert wait_policy(m, 0, 5), \
+            f"every CPU busy: queue threads {queue_policies(m)}, not SCHED_OTHER"
+        with open(m.path("f"), "wb") as f:     # the mount still serves
+            f.write(b"x" * 65536)
+    finally:
+        for p in spin:
+            p.kill()
+            p.wait()
+    idle_or_busy("after the load")
+    m.umount()
+    m = E.Mount(img, "policy", opts="transport=uring,uring_sched=normal")
+    time.sleep(0.5)
+    p = queue_policies(m)
+    assert p and all(v == 0 for v in p.values()), f"uring_sched=normal: {p}"
+    m.umount()
+    r = E.zf("mount", img, m.dir, "-o", "uring_sched=fast", check=False)
+    assert r.returncode == 1 and "uring_sched=fast: expected auto or normal" in r.stderr, \
+        (r.returncode, r.stderr)
+
+
 def test_write_no_getxattr():
     """Writes through the page cache ask the daemon for no
     security.capability each: the INIT reply takes
@@ -289,6 +373,7 @@ if __name__ == "__main__":
         ("kill_in_flight", test_kill_in_flight),
         ("forced_uring_refused", test_forced_uring_refused),
         ("write_no_getxattr", test_write_no_getxattr),
+        ("queue_policy", test_queue_policy),
         ("syncfs", test_syncfs),
         ("umount_durable", test_umount_durable),
     ])

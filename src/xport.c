@@ -26,8 +26,9 @@
  *   their threads all exist before that reply is written, and the threads
  *   register once it has been.
  * - Requests: one thread per queue serves its ring (xp_queue_run()),
- *   pinned to the queue's CPU as libfuse 3.18 pins them (xp_pin()), and
- *   SCHED_IDLE while the machine has idle CPU time (xp_idle_run()). Each
+ *   pinned to the queue's CPU as libfuse 3.18 pins them (xp_pin()) but
+ *   while it serves a stream of large reads, and SCHED_IDLE while the
+ *   machine has idle CPU time (both xp_idle_run()). Each
  *   request is handed to fuse_session_process_buf() on that thread;
  *   zonefuse's operations reply before they return (fuse_ll.c), so a
  *   thread-local "current entry" tells the writev hook where the reply
@@ -110,7 +111,8 @@ struct xp_queue {
 	struct xp_ent ent[XP_DEPTH];
 	/* Replies and their payload bytes: its thread adds, zf-sched reads. */
 	_Atomic uint64_t replies, reply_bytes;
-	bool idle; /* SCHED_IDLE now: zf-sched's alone */
+	bool idle;   /* SCHED_IDLE now: zf-sched's alone */
+	bool spread; /* unpinned now (xp_pin()): zf-sched's alone */
 };
 
 struct xp {
@@ -384,29 +386,30 @@ static void xp_register_failed(struct xp_queue *q, int err)
 }
 
 /*
- * Pin the calling queue thread to its queue's CPU. The kernel puts a
+ * Pin queue thread t to its queue's CPU (wide NULL), or let it run on any
+ * CPU in wide. The kernel puts a
  * request on the queue of the CPU that issued it, so the thread that
  * serves it wakes on the core where the caller now sleeps: no wakeup
  * across cores, and the caller's data still in that core's cache. Paired
  * runs on 2 cores (docs/performance.md, "Pinning the queues"): 4 KiB
  * psync random reads with 4 threads 1.6-2.2x, unlinks 1.5-1.7x; but one
  * thread that keeps 16 reads in flight without sleeping competes with
- * the thread that serves it for one core, at half the rate. A CPU the
+ * the thread that serves it for one core, at half the rate, and so does
+ * a reader streaming a file through readahead (xp_idle_run() unpins the
+ * queues that serve such a reader). A CPU the
  * daemon may not run on (cpuset, taskset, offline) leaves that queue's
  * thread unpinned: no request comes from there anyway, or, if the
  * kernel's CPU numbering and ours disagree, it is served unpinned.
  */
-static void xp_pin(const struct xp_queue *q)
+static int xp_pin(const struct xp_queue *q, pthread_t t, const cpu_set_t *wide)
 {
 	cpu_set_t set;
-	int ret;
 
+	if (wide)
+		return -pthread_setaffinity_np(t, sizeof(*wide), wide);
 	CPU_ZERO(&set);
 	CPU_SET(q->qid, &set);
-	ret = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-	if (ret)
-		zlog_debug("transport: io_uring queue %u not pinned: %s", q->qid,
-			   strerror(ret));
+	return -pthread_setaffinity_np(t, sizeof(set), &set);
 }
 
 /*
@@ -430,10 +433,16 @@ static void xp_pin(const struct xp_queue *q)
  * time). And it follows the queue: a caller streaming a file through
  * readahead does not wait for each request, so a SCHED_IDLE thread serves
  * its queue only when the caller runs out of pages (cold 1 MiB reads
- * 12 % slower); a queue whose replies averaged XP_STREAM_BYTES or more
- * over the interval stays SCHED_OTHER.
+ * 12 % slower), and a pinned one shares the caller's CPU with it while
+ * the other CPU idles: the readahead's READs come from the caller's CPU,
+ * one queue gets them all, and the kernel's copy of each reply into the
+ * page cache runs in that queue's commit (cold 1 MiB reads 1.6-1.9 GB/s
+ * pinned, 2.2-2.7 unpinned, docs/performance.md). A queue whose replies
+ * averaged XP_STREAM_BYTES or more over the interval runs SCHED_OTHER on
+ * any CPU, and is pinned again once they do not.
  * Going back to SCHED_OTHER needs CAP_SYS_NICE (or RLIMIT_NICE 20): a
- * daemon without it keeps SCHED_OTHER, checked on this thread first.
+ * daemon without it keeps SCHED_OTHER, checked on this thread first; it
+ * still spreads streaming queues, as `-o uring_sched=normal` does.
  */
 #define XP_IDLE_MS 100
 #define XP_IDLE_ON 0.30
@@ -475,38 +484,54 @@ static void *xp_idle_run(void *arg)
 	double idle0 = xp_idle_seconds(), idle1, frac;
 	uint64_t t0 = zutil_now_mono_ns(), t1;
 	struct pollfd pfd = { .fd = xp->stop_fd, .events = POLLIN };
-	bool idle = false, want, qwant;
+	bool policy = xp->idle_wanted, spread = true, idle = false, stream;
+	bool qwant;
 	uint64_t *seen = calloc(2 * (size_t)xp->nr_q, sizeof(*seen));
+	cpu_set_t wide;
 	unsigned int i;
 	int n, ret = 0;
 
 	if (!xp_wait_go(xp))
 		goto out;
 	pthread_setname_np(pthread_self(), "zf-sched");
-	if (seen)
-		ret = xp_policy_set(pthread_self(), SCHED_IDLE);
-	if (seen && !ret)
-		ret = xp_policy_set(pthread_self(), SCHED_OTHER);
-	if (!seen || ret || idle0 < 0 || ncpu < 2) {
-		zlog_info("transport: io_uring queue threads stay SCHED_OTHER (%s)",
-			  !seen ? "no memory" :
-			  ret ? "cannot return from SCHED_IDLE without CAP_SYS_NICE" :
-			  ncpu < 2 ? "one CPU" : "no /proc/stat");
+	if (!seen) {
+		zlog_info("transport: io_uring queue threads stay SCHED_OTHER and pinned (no memory)");
 		goto out;
 	}
+	if (sched_getaffinity(0, sizeof(wide), &wide)) {
+		zlog_debug("transport: io_uring queues stay pinned: %s",
+			   strerror(errno));
+		spread = false;
+	}
+	if (policy) {
+		ret = xp_policy_set(pthread_self(), SCHED_IDLE);
+		if (!ret)
+			ret = xp_policy_set(pthread_self(), SCHED_OTHER);
+	}
+	if (policy && (ret || idle0 < 0 || ncpu < 2)) {
+		zlog_info("transport: io_uring queue threads stay SCHED_OTHER (%s)",
+			  ret ? "cannot return from SCHED_IDLE without CAP_SYS_NICE" :
+			  ncpu < 2 ? "one CPU" : "no /proc/stat");
+		policy = false;
+	}
+	if (!policy && !spread)
+		goto out;
 	for (;;) {
 		n = poll(&pfd, 1, XP_IDLE_MS);
 		if (n > 0 || (n < 0 && errno != EINTR))
 			break; /* stopping */
-		idle1 = xp_idle_seconds();
-		t1 = zutil_now_mono_ns();
-		if (idle1 < 0 || t1 <= t0)
-			continue;
-		frac = (idle1 - idle0) * 1e9 / ((double)(t1 - t0) * (double)ncpu);
-		idle0 = idle1;
-		t0 = t1;
-		want = idle ? frac >= XP_IDLE_OFF : frac >= XP_IDLE_ON;
-		idle = want;
+		frac = 0;
+		if (policy) {
+			idle1 = xp_idle_seconds();
+			t1 = zutil_now_mono_ns();
+			if (idle1 < 0 || t1 <= t0)
+				continue;
+			frac = (idle1 - idle0) * 1e9 /
+			       ((double)(t1 - t0) * (double)ncpu);
+			idle0 = idle1;
+			t0 = t1;
+			idle = idle ? frac >= XP_IDLE_OFF : frac >= XP_IDLE_ON;
+		}
 		for (i = 0; i < xp->nr_q; i++) {
 			struct xp_queue *q = &xp->q[i];
 			uint64_t r = atomic_load_explicit(&q->replies,
@@ -514,16 +539,28 @@ static void *xp_idle_run(void *arg)
 			uint64_t b = atomic_load_explicit(&q->reply_bytes,
 							  memory_order_relaxed);
 
-			qwant = want && (r == seen[2 * i] ||
-					 (b - seen[2 * i + 1]) / (r - seen[2 * i]) <
-						 XP_STREAM_BYTES);
+			stream = r != seen[2 * i] &&
+				 (b - seen[2 * i + 1]) / (r - seen[2 * i]) >=
+					 XP_STREAM_BYTES;
 			seen[2 * i] = r;
 			seen[2 * i + 1] = b;
+			if (spread && stream != q->spread) {
+				ret = xp_pin(q, q->thread, stream ? &wide : NULL);
+				if (ret && ret != -ESRCH) /* ESRCH: it has quit */
+					zlog_debug("transport: io_uring queue %u: cannot %s: %s",
+						   i, stream ? "unpin" : "pin",
+						   strerror(-ret));
+				q->spread = stream;
+				zlog_debug("transport: queue %u %s", i,
+					   stream ? "streams: any CPU" :
+						    "pinned");
+			}
+			qwant = policy && idle && !stream;
 			if (qwant == q->idle)
 				continue;
 			ret = xp_policy_set(q->thread,
 					    qwant ? SCHED_IDLE : SCHED_OTHER);
-			if (ret && ret != -ESRCH) /* ESRCH: it has quit */
+			if (ret && ret != -ESRCH)
 				zlog_warn("transport: io_uring queue %u: cannot set %s: %s",
 					  i, qwant ? "SCHED_IDLE" : "SCHED_OTHER",
 					  strerror(-ret));
@@ -533,7 +570,7 @@ static void *xp_idle_run(void *arg)
 				   frac * 100);
 		}
 	}
-	for (i = 0; seen && i < xp->nr_q; i++)
+	for (i = 0; i < xp->nr_q; i++)
 		if (xp->q[i].idle)
 			xp_policy_set(xp->q[i].thread, SCHED_OTHER);
 out:
@@ -557,7 +594,10 @@ static void *xp_queue_run(void *arg)
 	/* zf-uring-CPU, for top -H and tests/e2e/transport.py. */
 	snprintf(name, sizeof(name), "zf-uring-%u", q->qid);
 	pthread_setname_np(pthread_self(), name);
-	xp_pin(q);
+	ret = xp_pin(q, pthread_self(), NULL);
+	if (ret)
+		zlog_debug("transport: io_uring queue %u not pinned: %s", q->qid,
+			   strerror(-ret));
 	for (i = 0; i < XP_DEPTH; i++)
 		xp_queue_cmd(&q->ent[i], FUSE_IO_URING_CMD_REGISTER);
 	sqe = io_uring_get_sqe(&q->ring);
@@ -710,7 +750,7 @@ static int xp_queues_setup(struct xp *xp, size_t payload)
 			goto out_stop;
 		xp->q[i].thread_up = true;
 	}
-	if (xp->idle_wanted && nr > 1) {
+	if (nr > 1) {
 		ret = -pthread_create(&xp->idle_thread, NULL, xp_idle_run, xp);
 		if (ret)
 			goto out_stop;

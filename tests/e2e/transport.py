@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -86,6 +87,88 @@ def test_queues_pinned():
         possible = max(possible, int(part.split("-")[-1]) + 1)
     assert seen == possible, f"{seen} queue threads for {possible} possible CPUs"
     E.log(f"{seen} io_uring queue threads, each on its CPU")
+    m.umount()
+
+
+def queue_cpus(m):
+    """{thread name: CPUs it may run on} of the mount's zf-uring-N threads."""
+    out = {}
+    for pid in m.pids():
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                name = open(f"/proc/{pid}/task/{tid}/comm").read().strip()
+                cpus = os.sched_getaffinity(int(tid))
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            if name.startswith("zf-uring-") and name[9:].isdigit():
+                out[name] = cpus
+    return out
+
+
+def test_queue_spread():
+    """A queue whose replies average 128 KiB or more, a reader streaming
+    a file through readahead, may run on any CPU while it does, and is
+    pinned to its CPU again once the stream stops; 4 KiB reads leave
+    every queue pinned (src/xport.c, xp_idle_run())."""
+    if "uring" not in transports():
+        E.log("queue spread not checked: no io_uring transport here")
+        return
+    allowed = os.sched_getaffinity(0)
+    if len(allowed) < 2:
+        E.log("queue spread not checked: one CPU")
+        return
+    img = E.image("spread.img", "1G")
+    m = E.Mount(img, "spread", opts="transport=uring")
+    p = m.path("f")
+    with open(p, "wb") as f:
+        for _ in range(32):
+            f.write(os.urandom(8 << 20))
+        os.fsync(f.fileno())
+
+    def pinned(c):
+        return all(v == {int(k[9:])} for k, v in c.items() if int(k[9:]) in allowed)
+
+    def wide(c):
+        return any(len(v) > 1 for k, v in c.items() if int(k[9:]) in allowed)
+
+    assert pinned(queue_cpus(m)), f"before any read: {queue_cpus(m)}"
+    fd = os.open(p, os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+    t0 = time.time()
+    while time.time() - t0 < 1.5:
+        for i in range(64):
+            os.pread(fd, 4096, (i * 1_000_003 * 4096) % (255 << 20))
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        c = queue_cpus(m)
+        assert pinned(c), f"4 KiB reads unpinned a queue: {c}"
+    os.close(fd)
+    stop = threading.Event()
+
+    def stream():
+        while not stop.is_set():
+            with open(p, "rb") as f:
+                os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+                while not stop.is_set() and f.read(1 << 20):
+                    pass
+    t = threading.Thread(target=stream)
+    t.start()
+    seen = None
+    try:
+        t0 = time.time()
+        while time.time() - t0 < 20 and seen is None:
+            c = queue_cpus(m)
+            if wide(c):
+                seen = c
+            time.sleep(0.01)
+    finally:
+        stop.set()
+        t.join()
+    assert seen, f"no queue unpinned in 20 s of a streaming reader: {queue_cpus(m)}"
+    t0 = time.time()
+    while time.time() - t0 < 5 and not pinned(queue_cpus(m)):
+        time.sleep(0.05)
+    assert pinned(queue_cpus(m)), f"5 s after the stream: {queue_cpus(m)}"
+    E.log(f"streaming: {', '.join(f'{k} on {sorted(v)}' for k, v in sorted(seen.items()))}; pinned again after")
     m.umount()
 
 
@@ -369,6 +452,7 @@ if __name__ == "__main__":
     E.run_tests([
         ("stats", test_stats),
         ("queues_pinned", test_queues_pinned),
+        ("queue_spread", test_queue_spread),
         ("data_across", test_data_across),
         ("kill_in_flight", test_kill_in_flight),
         ("forced_uring_refused", test_forced_uring_refused),

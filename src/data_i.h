@@ -50,7 +50,12 @@ void data_lost_update(struct zfs *fs, struct zfs_rt *rt,
  * checksum helper while the caller writes the run to its zone. A job
  * lives in the caller's frame from data_crc_start() to data_crc_wait().
  */
-enum data_crc_state { DATA_CRC_QUEUED, DATA_CRC_RUNNING, DATA_CRC_DONE };
+enum data_crc_state {
+	DATA_CRC_MINE,	  /* not worth the handoff: data_crc_wait() computes it */
+	DATA_CRC_QUEUED,  /* for the helper */
+	DATA_CRC_RUNNING, /* the helper computes it */
+	DATA_CRC_DONE,
+};
 struct data_crc_job {
 	const char *data; /* nb blocks of bs bytes, unchanged until done */
 	uint32_t bs, nb;
@@ -64,8 +69,9 @@ int data_crc_init(struct zfs *fs);
 void data_crc_stop(struct zfs *fs);
 /*
  * Checksum @nb blocks of @bs bytes at @data into @csum: handed to the
- * helper when the run is large enough to be worth the handoff and the
- * helper runs, else computed now. @data must not change until
+ * helper when it runs and the checksums cost enough here to be worth the
+ * handoff, else left for data_crc_wait() (after the write, as before the
+ * helper: the write has brought the data into this CPU's cache). @data must not change until
  * data_crc_wait().
  */
 void data_crc_start(struct zfs *fs, struct data_crc_job *j, const char *data,

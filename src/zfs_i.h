@@ -323,6 +323,7 @@ struct zfs {
 	pthread_cond_t crc_done; /* a job done */
 	struct data_crc_job *crc_queue, *crc_tail;
 	bool crc_stop, crc_up;
+	uint64_t crc_handoff_ns; /* set before crc_up: DATA_CRC_HANDOFF_NS */
 	pthread_t crc_thread;
 };
 

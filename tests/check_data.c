@@ -818,20 +818,24 @@ static void crc_check(const char *d, uint32_t nb, uint32_t bs,
 }
 
 /*
- * A run below the handoff size is checksummed at once by its writer; a
- * larger one by the helper, to the same values.
+ * A run whose checksums cost less than the handoff is checksummed at once
+ * by its writer; a costlier one by the helper, to the same values.
  */
 START_TEST(test_crc_helper_matches)
 {
 	struct zfs *fs = mount_large();
-	uint32_t small[16], big[2048];
+	uint32_t small[1], big[2048];
 	char *d = crc_data(512, 4096, 1);
 	struct data_crc_job j;
 
 	ck_assert(fs->crc_up);
-	data_crc_start(fs, &j, d, 16, 4096, small);
-	ck_assert_int_eq(j.state, DATA_CRC_DONE); /* 64 KiB: no handoff */
-	crc_check(d, 16, 4096, small);
+	ck_assert_uint_eq(fs->crc_handoff_ns, 100000);
+	data_crc_start(fs, &j, d, 1, 4096, small);
+	ck_assert_int_eq(j.state, DATA_CRC_MINE); /* one block: no handoff */
+	data_crc_wait(fs, &j);
+	ck_assert_int_eq(j.state, DATA_CRC_DONE);
+	crc_check(d, 1, 4096, small);
+	fs->crc_handoff_ns = 0; /* every run to the helper */
 	data_crc_start(fs, &j, d, 512, 4096, big);
 	data_crc_wait(fs, &j);
 	ck_assert_int_eq(j.state, DATA_CRC_DONE);
@@ -850,7 +854,7 @@ END_TEST
  */
 START_TEST(test_crc_take_back)
 {
-	struct zfs fs = { .crc_up = true };
+	struct zfs fs = { .crc_up = true, .crc_handoff_ns = 0 };
 	struct data_crc_job j[3];
 	uint32_t csum[3][256];
 	char *d[3];
@@ -915,6 +919,7 @@ START_TEST(test_crc_many_writers)
 	pthread_t t[4];
 	int i;
 
+	fs->crc_handoff_ns = 0;
 	for (i = 0; i < 4; i++) {
 		w[i] = (struct crc_writer){ fs, (unsigned int)i + 10 };
 		ck_assert_int_eq(pthread_create(&t[i], NULL, crc_writer_run, &w[i]), 0);

@@ -69,8 +69,8 @@ int data_crc_init(struct zfs *fs);
 void data_crc_stop(struct zfs *fs);
 /*
  * Checksum @nb blocks of @bs bytes at @data into @csum: handed to the
- * helper when it runs and the checksums cost enough here to be worth the
- * handoff, else left for data_crc_wait() (after the write, as before the
+ * helper when it runs, the run is large and its checksums cost enough
+ * here to be worth the handoff, else left for data_crc_wait() (after the write, as before the
  * helper: the write has brought the data into this CPU's cache). @data must not change until
  * data_crc_wait().
  */

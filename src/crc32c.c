@@ -157,7 +157,6 @@ static bool crc32c_have_hw(void)
 
 /* The implementation crc32c() uses: set once, at load. */
 static enum crc32c_impl crc32c_chosen = CRC32C_TABLES;
-static uint64_t crc32c_chosen_ns; /* its time over 16 KiB, at load */
 
 /*
  * The least of 5 timings of @impl over 16 KiB (four 4 KiB blocks, as
@@ -190,27 +189,14 @@ static uint64_t crc32c_time(enum crc32c_impl impl)
 
 __attribute__((constructor)) static void crc32c_init(void)
 {
-	uint64_t tables, hw;
-
 	crc32c_tables();
 #if defined(__x86_64__)
 	crc32c_k1 = crc32c_xpow8n(CRC32C_LANE);
 	crc32c_k2 = crc32c_xpow8n(2 * CRC32C_LANE);
 #endif
-	tables = crc32c_time(CRC32C_TABLES);
-	crc32c_chosen_ns = tables;
-	if (crc32c_have_hw()) {
-		hw = crc32c_time(CRC32C_SSE42);
-		if (hw <= tables) {
-			crc32c_chosen = CRC32C_SSE42;
-			crc32c_chosen_ns = hw;
-		}
-	}
-}
-
-uint64_t crc32c_cost_ns(size_t len)
-{
-	return (uint64_t)((double)crc32c_chosen_ns * (double)len / 16384.0);
+	if (crc32c_have_hw() &&
+	    crc32c_time(CRC32C_SSE42) <= crc32c_time(CRC32C_TABLES))
+		crc32c_chosen = CRC32C_SSE42;
 }
 
 bool crc32c_have(enum crc32c_impl impl)

@@ -45,38 +45,4 @@ void data_lost_cut(struct zfs *fs, uint64_t ino, uint64_t s, uint64_t e);
 void data_lost_update(struct zfs *fs, struct zfs_rt *rt,
 		      const struct zfs_chunk *c, uint64_t logged);
 
-/*
- * data_crc.c: the CRC32Cs of a run of staged data, computed by the
- * checksum helper while the caller writes the run to its zone. A job
- * lives in the caller's frame from data_crc_start() to data_crc_wait().
- */
-enum data_crc_state {
-	DATA_CRC_MINE,	  /* not worth the handoff: data_crc_wait() computes it */
-	DATA_CRC_QUEUED,  /* for the helper */
-	DATA_CRC_RUNNING, /* the helper computes it */
-	DATA_CRC_DONE,
-};
-struct data_crc_job {
-	const char *data; /* nb blocks of bs bytes, unchanged until done */
-	uint32_t bs, nb;
-	uint32_t *csum;	  /* out: nb CRC32Cs, little-endian (the record's) */
-	enum data_crc_state state;	/* protected by zfs.crc_lock */
-	struct data_crc_job *next;	/* in zfs.crc_queue */
-};
-/* Start the helper (a writable mount): 0 or a negative errno. */
-int data_crc_init(struct zfs *fs);
-/* Stop it; jobs still queued are computed by their waiters. */
-void data_crc_stop(struct zfs *fs);
-/*
- * Checksum @nb blocks of @bs bytes at @data into @csum: handed to the
- * helper when it runs, the run is large and its checksums cost enough
- * here to be worth the handoff, else left for data_crc_wait() (after the write, as before the
- * helper: the write has brought the data into this CPU's cache). @data must not change until
- * data_crc_wait().
- */
-void data_crc_start(struct zfs *fs, struct data_crc_job *j, const char *data,
-		    uint32_t nb, uint32_t bs, uint32_t *csum);
-/* Wait until @j is done, computing it here if the helper has not begun. */
-void data_crc_wait(struct zfs *fs, struct data_crc_job *j);
-
 #endif /* ZONEFUSE_DATA_I_H */

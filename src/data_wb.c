@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "data_i.h"
+#include "zonefuse/crc32c.h"
 #include "zonefuse/util.h"
 
 #define DATA_WB_NICE (-5) /* writeback threads' nice value: see data_wb_main */
@@ -76,24 +77,29 @@ static int data_rmw(struct zfs *fs, struct zm_inode *in, struct zfs_chunk *c,
  * and a writer waiting for space with pieces unlogged kept reclaim from
  * the very zone the space was in (the fill test's rewrite after a
  * delete: 1 MiB dead beside 724 KiB written, unlogged, and data lost).
- * The record carries the CRC32C of each block written (docs/format.md),
- * @csum, computed while the piece was written (data_write_chunk()).
+ * The record carries the CRC32C of each block written (docs/format.md).
  * 0, or the record's errno: the piece's bytes are then not the file's.
  */
 static int data_log_piece(struct zfs *fs, struct zfs_rt *rt,
 			  const struct zfs_chunk *c, uint64_t foff,
-			  uint64_t addr, uint64_t len, const uint32_t *csum)
+			  uint64_t addr, uint64_t len)
 {
 	struct zm_inode *in = rt->inode;
 	struct {
 		struct zf_rec_extent rec;
 		uint32_t csum[ZFS_CHUNK / 512];
 	} r;
-	uint32_t bs = fs->bs, nb = ZF_CSUMS(addr, len, bs);
+	const char *data = c->data + (foff - c->foff);
+	uint32_t bs = fs->bs, nb = ZF_CSUMS(addr, len, bs), i;
 	uint64_t lim;
 	int ret = 0;
 
-	memcpy(r.csum, csum, nb * sizeof(r.csum[0]));
+	/*
+	 * Each block whole, as it went to the device; before the locks (the
+	 * chunk is the writeback's alone now).
+	 */
+	for (i = 0; i < nb; i++)
+		r.csum[i] = htole32(crc32c(0, data + (size_t)i * bs, bs));
 	zlock_rd(&fs->meta_lock, ZLOCK_META);
 	zlock_wr(&rt->lock, ZLOCK_RT);
 	lim = ZF_MIN(c->foff + c->limit, data_vsize(in));
@@ -128,8 +134,6 @@ static int data_write_chunk(struct zfs *fs, struct zfs_rt *rt,
 {
 	uint32_t bs = fs->bs, i = 0;
 	struct zfs_head *head, *shared;
-	struct data_crc_job job;
-	uint32_t csum[ZFS_CHUNK / 512];
 	int ret = 0;
 
 	*logged = c->foff;
@@ -146,7 +150,7 @@ static int data_write_chunk(struct zfs *fs, struct zfs_rt *rt,
 	zlock_unrw(&rt->lock);
 
 	while (i < c->nr) {
-		uint32_t rs = ZF_ROUND_DOWN(c->fill[i].s, bs), re, run;
+		uint32_t rs = ZF_ROUND_DOWN(c->fill[i].s, bs), re;
 
 		if (c->fill[i].s >= c->limit)
 			break;
@@ -163,14 +167,6 @@ static int data_write_chunk(struct zfs *fs, struct zfs_rt *rt,
 		zlock_unrw(&rt->lock);
 		if (ret)
 			return ret;
-		/*
-		 * Each block whole, as it goes to the device, checksummed while
-		 * it does (data_crc.c): the run's blocks are the writeback's
-		 * alone from here on.
-		 */
-		data_crc_start(fs, &job, c->data + rs, (re - rs + bs - 1) / bs,
-			       bs, csum);
-		run = rs;
 		while (rs < re) {
 			uint64_t addr;
 			size_t done;
@@ -181,11 +177,9 @@ static int data_write_chunk(struct zfs *fs, struct zfs_rt *rt,
 			 */
 			ret = space_write(fs, &head, shared, c->data + rs,
 					  re - rs, &addr, &done);
-			data_crc_wait(fs, &job);
 			if (!ret)
 				ret = data_log_piece(fs, rt, c, c->foff + rs,
-						     addr, done,
-						     csum + (rs - run) / bs);
+						     addr, done);
 			if (ret)
 				return ret;
 			rs += (uint32_t)done;
@@ -491,13 +485,10 @@ int data_init(struct zfs *fs)
 	if (fs->rdonly)
 		return 0;
 	fs->flush_staged = data_flush_all;
-	data_crc_init(fs); /* without it, writers checksum their own runs */
 	fs->nr_wb = fs->opts.wb_threads ? fs->opts.wb_threads : 2;
 	fs->wb_threads = calloc(fs->nr_wb, sizeof(*fs->wb_threads));
-	if (!fs->wb_threads) {
-		data_crc_stop(fs);
+	if (!fs->wb_threads)
 		return -ENOMEM;
-	}
 	for (i = 0; i < fs->nr_wb; i++) {
 		ret = pthread_create(&fs->wb_threads[i], NULL, data_wb_main, fs);
 		if (ret) {
@@ -513,17 +504,15 @@ void data_stop(struct zfs *fs)
 {
 	uint32_t i;
 
-	if (fs->wb_threads) {
-		zlock_mutex(&fs->wb_lock, ZLOCK_WB);
-		fs->wb_stop = true;
-		pthread_cond_broadcast(&fs->wb_cv);
-		pthread_cond_broadcast(&fs->stage_cv);
-		zlock_unmutex(&fs->wb_lock);
-		for (i = 0; i < fs->nr_wb; i++)
-			pthread_join(fs->wb_threads[i], NULL);
-		free(fs->wb_threads);
-		fs->wb_threads = NULL;
-	}
-	/* After the writers: no job is queued from here on. */
-	data_crc_stop(fs);
+	if (!fs->wb_threads)
+		return;
+	zlock_mutex(&fs->wb_lock, ZLOCK_WB);
+	fs->wb_stop = true;
+	pthread_cond_broadcast(&fs->wb_cv);
+	pthread_cond_broadcast(&fs->stage_cv);
+	zlock_unmutex(&fs->wb_lock);
+	for (i = 0; i < fs->nr_wb; i++)
+		pthread_join(fs->wb_threads[i], NULL);
+	free(fs->wb_threads);
+	fs->wb_threads = NULL;
 }

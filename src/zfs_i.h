@@ -31,8 +31,6 @@
  *                            only tried under it.
  *   zfs.lost_lock (mutex)    the lost ranges (data_lost.c): a leaf.
  *   zfs.bg_lock (mutex)      the background thread's wake-ups: a leaf.
- *   zfs.crc_lock (mutex)     the checksum helper's jobs (data_crc.c): a
- *                            leaf.
  *   jrnl's lock, zdev's locks
  *
  * An inode's metadata fields (mode, uid, times, size) are changed with
@@ -310,21 +308,6 @@ struct zfs {
 	} * lost;
 	_Atomic uint32_t nr_lost;
 	uint32_t cap_lost;
-
-	/*
-	 * The checksum helper (data_crc.c): a thread that computes the
-	 * CRC32Cs of a run of data while its writer writes it. Jobs,
-	 * crc_stop and each queued job's state are protected by crc_lock,
-	 * a leaf; crc_up is set before the writeback starts and cleared
-	 * after it stopped.
-	 */
-	pthread_mutex_t crc_lock;
-	pthread_cond_t crc_cv;	 /* a job queued, or stopping */
-	pthread_cond_t crc_done; /* a job done */
-	struct data_crc_job *crc_queue, *crc_tail;
-	bool crc_stop, crc_up;
-	uint64_t crc_handoff_ns; /* set before crc_up: DATA_CRC_HANDOFF_NS */
-	pthread_t crc_thread;
 };
 
 /* ---- rec.c: the record operation ---------------------------------------- */

@@ -336,9 +336,6 @@ static void zfs_free(struct zfs *fs)
 	pthread_cond_destroy(&fs->bg_cv);
 	pthread_mutex_destroy(&fs->gc_lock);
 	pthread_mutex_destroy(&fs->lost_lock);
-	pthread_mutex_destroy(&fs->crc_lock);
-	pthread_cond_destroy(&fs->crc_cv);
-	pthread_cond_destroy(&fs->crc_done);
 	free(fs->lost);
 	free(fs);
 }
@@ -368,9 +365,6 @@ int zfs_mount(const char *path, const struct zfs_opts *opts,
 	pthread_cond_init(&fs->stage_cv, NULL);
 	pthread_mutex_init(&fs->bg_lock, NULL);
 	pthread_mutex_init(&fs->lost_lock, NULL);
-	pthread_mutex_init(&fs->crc_lock, NULL);
-	pthread_cond_init(&fs->crc_cv, NULL);
-	pthread_cond_init(&fs->crc_done, NULL);
 	pthread_cond_init(&fs->bg_cv, NULL);
 	pthread_mutex_init(&fs->gc_lock, NULL);
 

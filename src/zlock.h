@@ -27,7 +27,6 @@ enum zlock_class {
 	ZLOCK_ALLOC,  /* zfs.alloc_lock */
 	ZLOCK_LOST,   /* zfs.lost_lock */
 	ZLOCK_BG,     /* zfs.bg_lock */
-	ZLOCK_CRC,    /* zfs.crc_lock */
 };
 
 #ifdef ZONEFUSE_CHECKS

@@ -21,8 +21,7 @@
 
 #include "testutil.h"
 #include "zonefuse/zemu.h"
-#include "data_i.h"
-#include "zonefuse/crc32c.h"
+#include "zfs_i.h"
 #include "zonefuse/util.h"
 
 
@@ -793,144 +792,6 @@ START_TEST(test_unmount_waits_for_heads)
 }
 END_TEST
 
-/* ---- the checksum helper (data_crc.c) ---------------------------------- */
-
-/* @nb blocks of @bs bytes of a pattern of @seed. */
-static char *crc_data(uint32_t nb, uint32_t bs, unsigned int seed)
-{
-	char *d = malloc((size_t)nb * bs);
-	size_t i;
-
-	ck_assert_ptr_nonnull(d);
-	for (i = 0; i < (size_t)nb * bs; i++)
-		d[i] = (char)(i * 131 + seed * 7 + i / 4093);
-	return d;
-}
-
-static void crc_check(const char *d, uint32_t nb, uint32_t bs,
-		      const uint32_t *csum)
-{
-	uint32_t i;
-
-	for (i = 0; i < nb; i++)
-		ck_assert_uint_eq(le32toh(csum[i]),
-				  crc32c(0, d + (size_t)i * bs, bs));
-}
-
-/*
- * A run whose checksums cost less than the handoff is checksummed at once
- * by its writer; a costlier one by the helper, to the same values.
- */
-START_TEST(test_crc_helper_matches)
-{
-	struct zfs *fs = mount_large();
-	uint32_t small[1], big[2048];
-	char *d = crc_data(512, 4096, 1);
-	struct data_crc_job j;
-
-	ck_assert(fs->crc_up);
-	ck_assert_uint_eq(fs->crc_handoff_ns, 100000);
-	data_crc_start(fs, &j, d, 1, 4096, small);
-	ck_assert_int_eq(j.state, DATA_CRC_MINE); /* one block: no handoff */
-	data_crc_wait(fs, &j);
-	ck_assert_int_eq(j.state, DATA_CRC_DONE);
-	crc_check(d, 1, 4096, small);
-	fs->crc_handoff_ns = 0; /* every run to the helper */
-	data_crc_start(fs, &j, d, 512, 4096, big);
-	data_crc_wait(fs, &j);
-	ck_assert_int_eq(j.state, DATA_CRC_DONE);
-	crc_check(d, 512, 4096, big);
-	data_crc_start(fs, &j, d, 2048, 512, big);
-	data_crc_wait(fs, &j);
-	crc_check(d, 2048, 512, big);
-	free(d);
-	tu_unmount(fs);
-}
-END_TEST
-
-/*
- * A waiter whose job the helper has not begun computes it itself, from
- * any place in the queue (no helper thread here: every job waits).
- */
-START_TEST(test_crc_take_back)
-{
-	struct zfs fs = { .crc_up = true, .crc_handoff_ns = 0 };
-	struct data_crc_job j[3];
-	uint32_t csum[3][256];
-	char *d[3];
-	int i, order[3] = { 2, 0, 1 };
-
-	pthread_mutex_init(&fs.crc_lock, NULL);
-	pthread_cond_init(&fs.crc_cv, NULL);
-	pthread_cond_init(&fs.crc_done, NULL);
-	for (i = 0; i < 3; i++) {
-		d[i] = crc_data(256, 4096, (unsigned int)i);
-		data_crc_start(&fs, &j[i], d[i], 256, 4096, csum[i]);
-		ck_assert_int_eq(j[i].state, DATA_CRC_QUEUED);
-	}
-	for (i = 0; i < 3; i++) {
-		int k = order[i];
-
-		data_crc_wait(&fs, &j[k]);
-		ck_assert_int_eq(j[k].state, DATA_CRC_DONE);
-		crc_check(d[k], 256, 4096, csum[k]);
-	}
-	ck_assert_ptr_null(fs.crc_queue);
-	ck_assert_ptr_null(fs.crc_tail);
-	/* The queue works again after the tail was taken back. */
-	data_crc_start(&fs, &j[0], d[0], 256, 4096, csum[0]);
-	ck_assert_ptr_eq(fs.crc_queue, &j[0]);
-	ck_assert_ptr_eq(fs.crc_tail, &j[0]);
-	data_crc_wait(&fs, &j[0]);
-	crc_check(d[0], 256, 4096, csum[0]);
-	for (i = 0; i < 3; i++)
-		free(d[i]);
-}
-END_TEST
-
-struct crc_writer {
-	struct zfs *fs;
-	unsigned int seed;
-};
-
-static void *crc_writer_run(void *arg)
-{
-	struct crc_writer *w = arg;
-	char *d = crc_data(256, 4096, w->seed);
-	uint32_t csum[256];
-	struct data_crc_job j;
-	int n;
-
-	for (n = 0; n < 200; n++) {
-		memset(csum, 0, sizeof(csum));
-		data_crc_start(w->fs, &j, d, 256, 4096, csum);
-		data_crc_wait(w->fs, &j);
-		crc_check(d, 256, 4096, csum);
-	}
-	free(d);
-	return NULL;
-}
-
-/* Writers racing for the helper each get their own run's checksums. */
-START_TEST(test_crc_many_writers)
-{
-	struct zfs *fs = mount_large();
-	struct crc_writer w[4];
-	pthread_t t[4];
-	int i;
-
-	fs->crc_handoff_ns = 0;
-	for (i = 0; i < 4; i++) {
-		w[i] = (struct crc_writer){ fs, (unsigned int)i + 10 };
-		ck_assert_int_eq(pthread_create(&t[i], NULL, crc_writer_run, &w[i]), 0);
-	}
-	for (i = 0; i < 4; i++)
-		pthread_join(t[i], NULL);
-	ck_assert_ptr_null(fs->crc_queue);
-	tu_unmount(fs);
-}
-END_TEST
-
 static void add(Suite *s, const char *name, const TTest *t)
 {
 	tu_add_case(s, name, t, tu_img_setup, tu_img_teardown, 60);
@@ -953,9 +814,6 @@ int main(void)
 	add(s, "lost_ranges_split", test_lost_ranges_split);
 	add(s, "unpin_waits_for_meta_lock", test_unpin_waits_for_meta_lock);
 	add(s, "unmount_waits_for_heads", test_unmount_waits_for_heads);
-	add(s, "crc_helper_matches", test_crc_helper_matches);
-	add(s, "crc_take_back", test_crc_take_back);
-	add(s, "crc_many_writers", test_crc_many_writers);
 	printf("check_data: reads return the file's bytes into any buffer, from the device and from staging\n");
 	return tu_run(s);
 }

@@ -26,8 +26,6 @@ enum crc32c_impl {
 bool crc32c_have(enum crc32c_impl impl);
 /* The one crc32c() uses. */
 enum crc32c_impl crc32c_impl(void);
-/* What crc32c() of @len bytes costs here, as timed at load (nanoseconds). */
-uint64_t crc32c_cost_ns(size_t len);
 /* crc32c() with @impl (the tables if this CPU does not have it). */
 uint32_t crc32c_with(enum crc32c_impl impl, uint32_t crc, const void *buf,
 		     size_t len);

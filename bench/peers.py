@@ -261,7 +261,9 @@ class Fs:
                                    "gc_bytes_written", "meta_bytes_written",
                                    "fsyncs", "fsync_ns", "fsync_data_ns",
                                    "journal_commits", "journal_commit_ns",
-                                   "journal_flush_ns", "journal_wait_ns")
+                                   "journal_flush_ns", "journal_wait_ns",
+                                   "journal_flushes",
+                                   "journal_unflushed_commits")
                 if k in st}
 
 
@@ -971,7 +973,7 @@ def cmd_report(a):
                     "the program saw it, %.2f in the daemon: %.2f on its "
                     "file's data, %.2f on the journal (of it %.2f waiting "
                     "for a commit another thread ran); %d commits for %d "
-                    "fsyncs, %.2f ms each, of it %.2f in their two flushes; "
+                    "fsyncs, %.2f ms each, of it %.2f in their %s; "
                     "the other %.2f ms are FUSE's round trip and "
                     "scheduling" % (
                         r["rep"] + 1, r["system"], d["fsync_mean_ms"], inside,
@@ -980,6 +982,11 @@ def cmd_report(a):
                         c["journal_wait_ns"] / n / 1e6, nc, n,
                         c["journal_commit_ns"] / nc / 1e6,
                         c["journal_flush_ns"] / nc / 1e6,
+                        ("%.2f flushes each (%d of the commits needed no "
+                         "flush before their records)" % (
+                             c["journal_flushes"] / nc,
+                             c.get("journal_unflushed_commits", 0))
+                         if "journal_flushes" in c else "two flushes"),
                         d["fsync_mean_ms"] - inside))
             if d.get("fill_enospc"):
                 notes.append("run %d %s mixed: ENOSPC while filling, at %.1f%%"

@@ -784,9 +784,60 @@ out_free:
 
 /* ---- committing ------------------------------------------------------------ */
 
+int jrnl_rec_names(const struct zmeta *m, uint16_t type, const void *p,
+		   uint32_t len, uint32_t *zone, uint64_t *end)
+{
+	uint64_t addr, dlen;
+
+	switch (type) {
+	case ZF_REC_CREATE:
+	case ZF_REC_LINK:
+	case ZF_REC_UNLINK:
+	case ZF_REC_RENAME:
+	case ZF_REC_SETATTR:
+	case ZF_REC_XATTR_SET:
+	case ZF_REC_XATTR_DEL:
+	case ZF_REC_INODE_FREE:
+	case ZF_REC_COUNTERS:
+	case ZF_REC_UNMOUNT:
+	case ZF_REC_PREALLOC:
+		return 0;
+	case ZF_REC_EXTENT: {
+		struct zf_rec_extent e;
+
+		if (len < sizeof(e))
+			return -1;
+		memcpy(&e, p, sizeof(e));
+		addr = le64toh(e.addr);
+		dlen = le64toh(e.len);
+		break;
+	}
+	case ZF_REC_EXTENT_MOVE: {
+		struct zf_rec_extent_move mv;
+
+		if (len < sizeof(mv))
+			return -1;
+		memcpy(&mv, p, sizeof(mv));
+		addr = le64toh(mv.new_addr);
+		dlen = le64toh(mv.len);
+		break;
+	}
+	default:
+		return -1;
+	}
+	*zone = zm_zone_of(m, addr);
+	if (*zone >= m->nr_zones || m->zones[*zone].type != ZDEV_ZONE_SEQ ||
+	    dlen > UINT64_MAX - addr)
+		return -1;
+	*end = addr + dlen;
+	return 1;
+}
+
 int jrnl_append(struct jrnl *j, uint16_t type, const void *payload,
 		uint32_t len, uint64_t *seqp)
 {
+	uint64_t end;
+	uint32_t zone;
 	int ret;
 
 	if (len > ZF_REC_MAX)
@@ -803,6 +854,9 @@ int jrnl_append(struct jrnl *j, uint16_t type, const void *payload,
 		goto out_unlock;
 	if (seqp)
 		*seqp = j->next_seq;
+	if (!j->pend_preflush &&
+	    jrnl_rec_names(j->m, type, payload, len, &zone, &end) < 0)
+		j->pend_preflush = true;
 	j->pend_len += jrnl_encode(j->pend + j->pend_len, type, payload, len,
 				   j->gen, j->next_seq++);
 out_unlock:
@@ -859,39 +913,78 @@ uint32_t jrnl_grow_zones(struct jrnl *j)
 	return atomic_load(&j->grow_zones);
 }
 
-/* A commit's flush, its time counted (jrnl_get_stats()). */
+/* A commit's flush, counted and timed (jrnl_get_stats()). */
 static int jrnl_timed_flush(struct jrnl *j)
 {
 	uint64_t t = zutil_now_mono_ns();
 	int ret = zdev_flush(j->dev);
 
 	j->flush_ns += zutil_now_mono_ns() - t;
+	j->flushes++;
 	return ret;
 }
 
 /*
- * One commit, as the committer: flush the data, write what is pending,
- * flush again; roll if the log has grown past the snapshot.
+ * Mark the first record of a commit's batch @rec: ZF_REC_F_COMMIT, and
+ * ZF_REC_F_UNFLUSHED when no flush comes before the batch. Its CRC,
+ * which covers the flags, is computed again.
+ */
+static void jrnl_mark_commit(char *rec, bool unflushed)
+{
+	struct zf_rec_hdr h;
+	uint32_t crc;
+
+	memcpy(&h, rec, sizeof(h));
+	h.flags = htole16(ZF_REC_F_COMMIT | (unflushed ? ZF_REC_F_UNFLUSHED : 0));
+	h.crc = 0;
+	memcpy(rec, &h, sizeof(h));
+	crc = crc32c(0, rec, sizeof(h) + le32toh(h.len));
+	h.crc = htole32(crc);
+	memcpy(rec, &h.crc, sizeof(h.crc));
+}
+
+/*
+ * One commit, as the committer: write what is pending, flush; roll if
+ * the log has grown past the snapshot.
+ *
+ * The records must not be durable before what they name. A flush before
+ * them ensures it, and costs a device flush per fsync: on a drive with a
+ * volatile cache it is the larger part of a small fsync's wait. A batch
+ * whose records name only file data in sequential zones goes without it
+ * (ZF_REC_F_UNFLUSHED): each zone keeps its writes in order, so after a
+ * power cut its write pointer says whether the data the records name
+ * reached the device, and replay drops the last commit if it did not
+ * (jrnl_replay.c). Only the last one can be in that state, because a
+ * commit is written only after the flush of the one before returned.
  */
 static int jrnl_commit_once(struct jrnl *j)
 {
 	uint64_t upto, written = j->meta_bytes, t0 = zutil_now_mono_ns();
 	char *batch = NULL;
 	size_t len, cap;
-	int ret;
+	bool preflush;
+	int ret = 0;
 
 	pthread_mutex_lock(&j->lock);
 	batch = j->pend;
 	len = j->pend_len;
 	cap = j->pend_cap;
+	preflush = j->pend_preflush;
 	upto = j->next_seq - 1;
 	j->pend = NULL;
 	j->pend_len = j->pend_cap = 0;
+	j->pend_preflush = false;
 	pthread_mutex_unlock(&j->lock);
 
-	ret = j->need_roll ? 0 : jrnl_timed_flush(j);
-	if (!ret && len && !j->need_roll)
-		ret = jrnl_write_records(j, batch, len);
+	if (len && !j->need_roll) {
+		jrnl_mark_commit(batch, !preflush);
+		if (preflush)
+			ret = jrnl_timed_flush(j);
+		else
+			j->unflushed_commits++;
+		if (!ret)
+			ret = jrnl_write_records(j, batch, len);
+	}
 	if (!ret && !j->need_roll)
 		ret = jrnl_timed_flush(j);
 	if (ret)
@@ -1125,6 +1218,8 @@ void jrnl_get_stats(struct jrnl *j, struct jrnl_stats *st)
 	st->meta_bytes = j->meta_bytes;
 	st->commits = j->commits;
 	st->rolls = j->rolls;
+	st->flushes = j->flushes;
+	st->unflushed_commits = j->unflushed_commits;
 	st->commit_ns = j->commit_ns;
 	st->flush_ns = j->flush_ns;
 	st->wait_ns = j->wait_ns;

@@ -35,6 +35,9 @@ struct jrnl {
 	pthread_cond_t cv;    /* busy cleared or durable_seq moved */
 	char *pend;	      /* encoded records not yet written */
 	size_t pend_len, pend_cap;
+	bool pend_preflush;   /* a pending record names something only a
+				 flush before its commit makes durable
+				 (jrnl_rec_names() < 0) */
 	uint64_t next_seq;
 	uint64_t durable_seq;
 	uint32_t gen;
@@ -77,6 +80,8 @@ struct jrnl {
 	uint64_t anchor_seq; /* last anchor written */
 
 	_Atomic uint64_t meta_bytes, commits, rolls;
+	/* Commits' flushes, and commits written without the one before. */
+	_Atomic uint64_t flushes, unflushed_commits;
 	/*
 	 * Time, this session: in commits (jrnl_commit_once()), in their
 	 * flushes, and callers' waits for a commit another thread ran.
@@ -111,6 +116,21 @@ struct jrnl *jrnl_alloc(struct zdev *dev, struct zmeta *m, bool rdonly);
 
 /* Free @j (NULL is fine) without writing anything. */
 void jrnl_free(struct jrnl *j);
+
+/*
+ * What record @type (@len bytes of payload at @p) names that was written
+ * before it, for the flush before a commit (jrnl_commit_once()) and for
+ * replay's check of a commit written without that flush
+ * (ZF_REC_F_UNFLUSHED):
+ *   0  nothing: the record changes metadata only;
+ *   1  file data ending at *@end in sequential zone *@zone, whose write
+ *      pointer says whether the data reached the device;
+ *  -1  something only a flush makes durable before the record: data in a
+ *      conventional zone (no write pointer), a zone reset or finish, a
+ *      record type not listed, or a payload too short to say.
+ */
+int jrnl_rec_names(const struct zmeta *m, uint16_t type, const void *p,
+		   uint32_t len, uint32_t *zone, uint64_t *end);
 
 /*
  * Add @zone, and its mirror @mzone (ZF_NO_ZONE without mirror), at the

@@ -678,7 +678,24 @@ struct jrnl_replayer {
 			      in the same zone proves it damage */
 	uint64_t last_bad; /* 1 + the device block last found bad (in
 			      either copy): a block holds several records */
+	/*
+	 * A commit written without a flush before it (ZF_REC_F_UNFLUSHED),
+	 * kept aside until the next commit starts (which proves it durable)
+	 * or the log ends (jrnl_held_end()): each record as a struct
+	 * jrnl_held_rec, then the record as read.
+	 */
+	bool held;
+	char *hbuf;
+	size_t hlen, hcap;
+	uint64_t hfirst;   /* seq of its first record */
+	uint32_t at_zone;  /* zone of the record being applied */
 	char why[sizeof(((struct jrnl_replay_info *)0)->stop)];
+};
+
+/* What a held record was read from. */
+struct jrnl_held_rec {
+	uint32_t zone;
+	uint32_t pad;
 };
 
 /* A block of copy @copy did not hold where the other's did. */
@@ -1063,6 +1080,155 @@ static int jrnl_apply_rec(struct jrnl_replayer *s, uint16_t type, const char *p,
 	return 1;
 }
 
+/* Keep record @h (@p its payload, read from zone @zone) aside. */
+static int jrnl_held_add(struct jrnl_replayer *s, const struct zf_rec_hdr *h,
+			 const char *p, uint32_t zone)
+{
+	uint32_t len = le32toh(h->len);
+	size_t need = sizeof(struct jrnl_held_rec) + sizeof(*h) +
+		      ZF_ROUND_UP(len, ZF_REC_ALIGN);
+	struct jrnl_held_rec hr = { .zone = zone };
+
+	if (s->hlen + need > s->hcap) {
+		size_t cap = ZF_MAX(s->hcap * 2, s->hlen + need);
+		char *nb = realloc(s->hbuf, cap);
+
+		if (!nb)
+			return -ENOMEM;
+		s->hbuf = nb;
+		s->hcap = cap;
+	}
+	memcpy(s->hbuf + s->hlen, &hr, sizeof(hr));
+	memcpy(s->hbuf + s->hlen + sizeof(hr), h, sizeof(*h));
+	memcpy(s->hbuf + s->hlen + sizeof(hr) + sizeof(*h), p, len);
+	s->hlen += need;
+	return 1;
+}
+
+/*
+ * Apply the held commit, in order: the next commit started (so this one's
+ * flush had returned), or its data proved on the device. Each record is
+ * applied under its own seq. Returns as jrnl_apply_rec(); on 0 or an
+ * error, s->expect is the seq of the record that stopped it.
+ */
+static int jrnl_held_apply(struct jrnl_replayer *s)
+{
+	uint64_t expect = s->expect;
+	size_t off = 0;
+	int ret;
+
+	if (!s->held)
+		return 1;
+	s->held = false;
+	while (off < s->hlen) {
+		struct jrnl_held_rec hr;
+		struct zf_rec_hdr h;
+		uint32_t len;
+
+		memcpy(&hr, s->hbuf + off, sizeof(hr));
+		memcpy(&h, s->hbuf + off + sizeof(hr), sizeof(h));
+		len = le32toh(h.len);
+		s->expect = le64toh(h.seq);
+		s->at_zone = hr.zone;
+		ret = jrnl_apply_rec(s, le16toh(h.type),
+				     s->hbuf + off + sizeof(hr) + sizeof(h), len);
+		if (ret <= 0)
+			return ret;
+		off += sizeof(hr) + sizeof(h) + ZF_ROUND_UP(len, ZF_REC_ALIGN);
+	}
+	s->hlen = 0;
+	s->expect = expect;
+	return 1;
+}
+
+/*
+ * A record that holds, other than NEXT: applied, or kept aside while it
+ * belongs to a commit written without a flush before it. The first
+ * record of a commit (ZF_REC_F_COMMIT) proves that the commit before it
+ * was durable: the journal writes a commit only after the flush of the
+ * one before returned. Returns as jrnl_apply_rec().
+ */
+static int jrnl_take_rec(struct jrnl_replayer *s, const struct zf_rec_hdr *h,
+			 const char *p)
+{
+	uint16_t flags = le16toh(h->flags);
+	int ret;
+
+	if ((flags & ~ZF_REC_FLAGS) || (flags && s->in_snap) ||
+	    ((flags & ZF_REC_F_UNFLUSHED) && !(flags & ZF_REC_F_COMMIT))) {
+		snprintf(s->why, sizeof(s->why),
+			 "flags 0x%x that this zonefuse does not know%s%s",
+			 flags, s->in_snap ? " in the snapshot" : "",
+			 s->salvage ? ": record dropped with all after it" : "");
+		if (!s->salvage)
+			return -EUCLEAN;
+		s->info->salvaged = true;
+		s->last_unmount = false;
+		return 0;
+	}
+	if (flags & ZF_REC_F_COMMIT) {
+		ret = jrnl_held_apply(s);
+		if (ret <= 0)
+			return ret;
+		if (flags & ZF_REC_F_UNFLUSHED) {
+			s->held = true;
+			s->hfirst = le64toh(h->seq);
+		}
+	}
+	if (s->held)
+		return jrnl_held_add(s, h, p, s->r.zone);
+	return jrnl_apply_rec(s, le16toh(h->type), p, le32toh(h->len));
+}
+
+/*
+ * The log ended in a held commit. Its flush may not have returned: if
+ * any data its records name ends above its zone's write pointer (which
+ * keeps a zone's writes in order, and which the device reports as it is
+ * after the power cut), that flush never returned, no one was told the
+ * commit was durable, and it is dropped as a torn commit is, which
+ * s->why and info->unflushed_dropped say. Otherwise it is applied.
+ * Returns as jrnl_held_apply().
+ */
+static int jrnl_held_end(struct jrnl_replayer *s)
+{
+	const struct zmeta *m = s->j->m;
+	size_t off = 0;
+
+	if (!s->held)
+		return 1;
+	while (off < s->hlen) {
+		const char *rec = s->hbuf + off + sizeof(struct jrnl_held_rec);
+		const struct zm_zone *z;
+		struct zf_rec_hdr h;
+		uint64_t end;
+		uint32_t zone, len;
+		char w2[sizeof(s->why)];
+
+		memcpy(&h, rec, sizeof(h));
+		len = le32toh(h.len);
+		off += sizeof(struct jrnl_held_rec) + sizeof(h) +
+		       ZF_ROUND_UP(len, ZF_REC_ALIGN);
+		if (jrnl_rec_names(m, le16toh(h.type), rec + sizeof(h), len,
+				   &zone, &end) <= 0)
+			continue;
+		z = &m->zones[zone];
+		if (z->state == ZM_ZONE_BAD || end <= z->wp)
+			continue;
+		s->info->unflushed_dropped = s->expect - s->hfirst;
+		snprintf(w2, sizeof(w2),
+			 "the last commit (records %" PRIu64 "-%" PRIu64 ") was not replayed: record %" PRIu64 " names data up to 0x%" PRIx64 " in zone %u, above its write pointer 0x%" PRIx64 "; the power went before that commit's flush returned. The log ended: %.100s",
+			 s->hfirst, s->expect - 1, le64toh(h.seq), end, zone,
+			 z->wp, s->why);
+		memcpy(s->why, w2, sizeof(s->why));
+		s->held = false;
+		s->hlen = 0;
+		s->expect = s->hfirst;
+		s->last_unmount = false;
+		return 1;
+	}
+	return jrnl_held_apply(s);
+}
+
 /*
  * The room the log takes in the chain's zones (what the committer counts
  * to decide when to roll, jrnl_commit_once()): the chain's zones up to
@@ -1207,6 +1373,7 @@ static int jrnl_replay(struct jrnl *j, const struct zf_anchor *a, bool salvage,
 			break;
 		s.good_end = r->pos;
 		s.last_unmount = false;
+		s.at_zone = r->zone;
 
 		if (le16toh(h.type) == ZF_REC_NEXT) {
 			ret = jrnl_rd_next(&s, p, le32toh(h.len));
@@ -1221,7 +1388,7 @@ static int jrnl_replay(struct jrnl *j, const struct zf_anchor *a, bool salvage,
 			s.good_end = r->pos;
 			continue;
 		}
-		ret = jrnl_apply_rec(&s, le16toh(h.type), p, le32toh(h.len));
+		ret = jrnl_take_rec(&s, &h, p);
 		if (ret < 0)
 			goto out_bad;
 		if (!ret)
@@ -1233,6 +1400,13 @@ static int jrnl_replay(struct jrnl *j, const struct zf_anchor *a, bool salvage,
 		goto out_snap;
 	}
 	jrnl_replay_stop(&s);
+	ret = jrnl_held_end(&s);
+	if (ret < 0)
+		goto out_bad;
+	if (s.info->unflushed_dropped || !ret) {
+		snprintf(info->stop, sizeof(info->stop), "%s", s.why);
+		info->last_seq = s.expect - 1;
+	}
 	jrnl_replay_clean(&s);
 	j->next_seq = s.expect;
 	j->durable_seq = s.expect - 1;
@@ -1253,7 +1427,7 @@ out_snap:
 out_bad:
 	zutil_err(err, errlen,
 		  "%s: journal record seq %" PRIu64 " in zone %u does not apply: %s",
-		  zdev_path(j->dev), s.expect, r->zone, s.why);
+		  zdev_path(j->dev), s.expect, s.at_zone, s.why);
 	if (ret != -ENOMEM)
 		ret = -EUCLEAN;
 	goto out_free;
@@ -1270,6 +1444,7 @@ out_io:
 out_free:
 	free(r->buf);
 	free(s.mr.buf);
+	free(s.hbuf);
 	return ret;
 }
 

@@ -130,6 +130,8 @@ int zfs_get_stats(struct zfs *fs, struct zfs_stats *s)
 	s->journal_commits = js.commits;
 	s->journal_commit_ns = js.commit_ns;
 	s->journal_flush_ns = js.flush_ns;
+	s->journal_flushes = js.flushes;
+	s->journal_unflushed_commits = js.unflushed_commits;
 	s->journal_wait_ns = js.wait_ns;
 	s->write_amplification =
 		s->host_bytes_written ?
@@ -200,6 +202,9 @@ int zfs_stats_json(const struct zfs_stats *s, char *buf, size_t size)
 	    zjson_set_u64(o, "journal_commits", s->journal_commits) ||
 	    zjson_set_u64(o, "journal_commit_ns", s->journal_commit_ns) ||
 	    zjson_set_u64(o, "journal_flush_ns", s->journal_flush_ns) ||
+	    zjson_set_u64(o, "journal_flushes", s->journal_flushes) ||
+	    zjson_set_u64(o, "journal_unflushed_commits",
+			  s->journal_unflushed_commits) ||
 	    zjson_set_u64(o, "journal_wait_ns", s->journal_wait_ns))
 		goto out_put;
 	if (s->write_amplification < 0 ?

@@ -1065,6 +1065,48 @@ static void reseal(uint64_t off)
 	free(b);
 }
 
+/*
+ * A record flag this zonefuse does not know (as a newer one would write):
+ * the mount refuses the log there, naming the flags; fsck reports it, and
+ * --repair cuts the log at that record.
+ */
+START_TEST(test_record_flags_unknown)
+{
+	struct rec_at recs[512];
+	struct zf_rec_hdr h;
+	struct zfs *fs = NULL;
+	char err[512] = "";
+	struct span sp[8];
+	uint32_t nsp, n;
+	struct run r;
+
+	fs = tu_mount(tu_img, false);
+	populate(fs);
+	TU_OK(zfs_sync(fs));
+	zfs_crash(fs);
+	nsp = chain_spans(0, sp, ZF_ARRAY_SIZE(sp));
+	n = find_records(sp, nsp, recs, ZF_ARRAY_SIZE(recs));
+	ck_assert_uint_ge(n, 2);
+	tu_image_read(tu_img, recs[n - 1].off, &h, sizeof(h));
+	h.flags |= htole16(1u << 3);
+	tu_image_write(tu_img, recs[n - 1].off, &h, sizeof(h));
+	reseal(recs[n - 1].off);
+
+	ck_assert_int_eq(zfs_mount(tu_img, NULL, &fs, err, sizeof(err)),
+			 -EUCLEAN);
+	ck_assert_msg(strstr(err, "flags 0x") && strstr(err, tu_img), "%s",
+		      err);
+	fsck(false, &r);
+	ck_assert_int_eq(r.ret, ZFS_FSCK_UNFIXED);
+	fsck(true, &r);
+	ck_assert_int_eq(r.ret, ZFS_FSCK_FIXED);
+	fs = tu_mount(tu_img, false);
+	tu_unmount(fs);
+	fsck(false, &r);
+	ck_assert_int_eq(r.ret, ZFS_FSCK_OK);
+}
+END_TEST
+
 /* One readdir entry: the first one filled, then stop. */
 struct one_ent {
 	char name[256];
@@ -1355,6 +1397,7 @@ static Suite *fsck_suite(void)
 	add(s, "journal_junk", test_journal_junk);
 	add(s, "truncated", test_truncated);
 	add(s, "fuzz_records", test_fuzz_records);
+	add(s, "record_flags_unknown", test_record_flags_unknown);
 	add(s, "readdir_dangling_parent", test_readdir_dangling_parent);
 	add(s, "progress", test_progress);
 	return s;

@@ -28,6 +28,7 @@
 
 #include "testutil.h"
 #include "zfs_i.h"
+#include "zonefuse/crash.h"
 #include "zonefuse/util.h"
 #include "zonefuse/zemu.h"
 
@@ -2185,6 +2186,124 @@ END_TEST
 
 /* ---- the suite ---------------------------------------------------------------- */
 
+/* ---- a commit without the flush before it -------------------------------- */
+
+/*
+ * An fsync's commit whose records name only data in sequential zones is
+ * written without a flush before it (ZF_REC_F_UNFLUSHED): one flush, not
+ * two. A power cut before that flush returned may keep its records and
+ * lose its data. Every state the recording of that fsync allows at its
+ * flush (crash.h) is built and mounted writable: the commit comes back
+ * whole where its data reached the device, and is dropped whole, said in
+ * the replay's stop, where it did not; the commit before it stays.
+ */
+START_TEST(test_unflushed_commit)
+{
+	char base[PATH_MAX], logp[PATH_MAX], state[PATH_MAX], err[512];
+	uint32_t *keeps = NULL, nr = 0, i, k, point = UINT32_MAX;
+	bool dropped = false, kept = false;
+	struct zfs_stats st0, st;
+	struct crash_log_info li;
+	struct crash_log *log;
+	struct crash_point pt;
+	char *da, *db, *d;
+	struct zfs *fs;
+
+	mkfs(32);
+	tu_path(base, sizeof(base), tu_dir, "base.img");
+	tu_path(logp, sizeof(logp), tu_dir, "rec.log");
+	tu_path(state, sizeof(state), tu_dir, "state.img");
+	fs = tu_mount(tu_img, false);
+	TU_OK(tu_write(fs, "/a", 0, 20000, 1));
+	TU_OK(zfs_fsync(fs, (uint64_t)tu_ino(fs, "/a"), false));
+	da = tu_digest(fs);
+	TU_OK(crash_copy_sparse(tu_img, base));
+	TU_OK(zdev_record(fs->dev, logp));
+	TU_OK(zfs_get_stats(fs, &st0));
+	TU_OK(tu_write(fs, "/b", 0, 30000, 2));
+	TU_OK(zfs_fsync(fs, (uint64_t)tu_ino(fs, "/b"), false));
+	TU_OK(zfs_get_stats(fs, &st));
+	ck_assert_uint_eq(st.journal_unflushed_commits -
+				  st0.journal_unflushed_commits,
+			  1);
+	ck_assert_uint_eq(st.journal_flushes - st0.journal_flushes, 1);
+	db = tu_digest(fs);
+	zfs_crash(fs);
+
+	TU_OK(crash_log_open(logp, &log, err, sizeof(err)));
+	crash_log_info(log, &li);
+	/* Before the fsync's flush: the data and the records may each be lost. */
+	for (i = 0; i < li.nr_points; i++) {
+		TU_OK(crash_point(log, i, &pt));
+		if (pt.kind != CRASH_AT_END && pt.nr_streams >= 2)
+			point = i;
+	}
+	ck_assert_uint_ne(point, UINT32_MAX);
+	TU_OK(crash_point(log, point, &pt));
+	TU_OK(crash_states(log, point, 4096, 0, 1, &keeps, &nr));
+	for (k = 0; k < nr; k++) {
+		const uint32_t *keep = keeps + (size_t)k * pt.nr_streams;
+
+		ck_assert_msg(!crash_build(log, base, state, point, keep, err,
+					   sizeof(err)),
+			      "%s", err);
+		crash_state_str(log, point, keep, err, sizeof(err));
+		fs = tu_mount(state, false);
+		d = tu_digest(fs);
+		if (!strcmp(d, db)) {
+			kept = true;
+			ck_assert_uint_eq(fs->replay.unflushed_dropped, 0);
+		} else {
+			digest_eq(d, da, err);
+			if (fs->replay.unflushed_dropped) {
+				dropped = true;
+				ck_assert_msg(strstr(fs->replay.stop,
+						     "above its write pointer"),
+					      "%s", fs->replay.stop);
+			}
+		}
+		free(d);
+		tu_unmount(fs);
+		fsck_ok(state);
+	}
+	ck_assert_msg(kept && dropped, "%u states: kept %d, dropped %d", nr,
+		      kept, dropped);
+	free(keeps);
+	crash_log_close(log);
+	free(da);
+	free(db);
+}
+END_TEST
+
+/*
+ * A commit holding a zone reset keeps the flush before its records: the
+ * record names no data a write pointer could vouch for.
+ */
+START_TEST(test_reset_commit_flushes_first)
+{
+	struct zfs_stats st0, st;
+	struct zfs *fs;
+
+	mkfs(32);
+	fs = tu_mount(tu_img, false);
+	TU_OK(tu_write(fs, "/a", 0, 3 * TU_MIB / 2, 1));
+	TU_OK(zfs_sync(fs));
+	TU_OK(tu_unlink(fs, "/a"));
+	TU_OK(zfs_sync(fs));
+	TU_OK(zfs_get_stats(fs, &st0));
+	ck_assert_int_gt(zfs_reclaim_now(fs), 0);
+	TU_OK(zfs_sync(fs));
+	TU_OK(zfs_get_stats(fs, &st));
+	ck_assert_uint_eq(st.journal_unflushed_commits -
+				  st0.journal_unflushed_commits,
+			  0);
+	ck_assert_uint_eq(st.journal_commits - st0.journal_commits, 1);
+	ck_assert_uint_eq(st.journal_flushes - st0.journal_flushes, 2);
+	tu_unmount(fs);
+	fsck_ok(tu_img);
+}
+END_TEST
+
 static void add(Suite *s, const char *name, const TTest *t, int timeout)
 {
 	tu_add_case(s, name, t, tu_img_setup, tu_img_teardown, timeout);
@@ -2224,6 +2343,9 @@ static Suite *jrnl_suite(void)
 	add(s, "unlinked_close_frees", test_unlinked_close_frees, 60);
 	add(s, "crash_points_free_data", test_crash_points_free_data, 120);
 	add(s, "chain_takes_dead_zone", test_chain_takes_dead_zone, 60);
+	add(s, "unflushed_commit", test_unflushed_commit, 120);
+	add(s, "reset_commit_flushes_first", test_reset_commit_flushes_first,
+	    60);
 	return s;
 }
 

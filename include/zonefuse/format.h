@@ -145,12 +145,31 @@ _Static_assert(sizeof(struct zf_mzone) == 64, "zf_mzone size");
 struct zf_rec_hdr {
 	uint32_t crc;	    /* 0: over header (crc zeroed) and payload */
 	uint16_t type;	    /* 4: enum zf_rec_type */
-	uint16_t reserved;  /* 6: 0 */
+	uint16_t flags;	    /* 6: ZF_REC_F_* */
 	uint32_t len;	    /* 8: payload bytes, <= ZF_REC_MAX */
 	uint32_t chain_gen; /* 12 */
 	uint64_t seq;	    /* 16 */
 };
 _Static_assert(sizeof(struct zf_rec_hdr) == 24, "zf_rec_hdr size");
+
+/*
+ * The first record of each commit (one write of the log, made durable by
+ * the flush after it) carries ZF_REC_F_COMMIT: a record with it proves
+ * that the commit before it was durable, data and records, since the
+ * journal writes a commit only after the previous one's flush returned.
+ * ZF_REC_F_UNFLUSHED (with ZF_REC_F_COMMIT) says that no flush came
+ * between the data that the commit's records name and the records: the
+ * commit holds only records that name nothing written before them, and
+ * EXTENT and EXTENT_MOVE records whose data is in sequential zones, where
+ * the write pointer says whether it reached the device. Replay keeps such
+ * a commit aside until the next commit starts; if it is the last one and
+ * its data ends above a write pointer, the power went before its flush
+ * returned: nobody was told it was durable, and it is not replayed.
+ * Snapshot records carry no flag; unknown flags are refused.
+ */
+#define ZF_REC_F_COMMIT (1u << 0)
+#define ZF_REC_F_UNFLUSHED (1u << 1)
+#define ZF_REC_FLAGS (ZF_REC_F_COMMIT | ZF_REC_F_UNFLUSHED)
 
 #define ZF_REC_ALIGN 8u
 /* Largest payload: a 64 KiB xattr value with its name fits in one. */

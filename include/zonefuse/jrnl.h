@@ -9,9 +9,12 @@
  * since the last one has grown large.
  *
  * Ordering rules it keeps (docs/format.md):
- * - a commit flushes the device before it writes records, so every data
- *   write that completed before a record was appended is durable before
- *   that record is;
+ * - every data write that completed before a record was appended is
+ *   durable before that record is, or replay can tell it is not: a commit
+ *   flushes the device before it writes records, unless they name only
+ *   data in sequential zones, whose write pointers tell replay whether
+ *   the last commit's data reached the device (ZF_REC_F_UNFLUSHED);
+ * - a commit is written only after the flush of the one before returned;
  * - a snapshot is durable before the anchor that names it is written, and
  *   the anchor is durable before the old chain's zones are released.
  *
@@ -161,7 +164,13 @@ struct jrnl_replay_info {
 				 journal rolls at once, writing both anew */
 	uint32_t copy_bad_count;
 	char copy_bad[200];
-	char stop[200];	      /* why replay stopped where it did */
+	uint64_t unflushed_dropped; /* records of the last commit not
+				       replayed: it was written without a
+				       flush before it (ZF_REC_F_UNFLUSHED)
+				       and its data had not all reached the
+				       device, so its own flush never
+				       returned (stop says which data) */
+	char stop[300];	      /* why replay stopped where it did */
 };
 
 /*
@@ -248,6 +257,12 @@ int jrnl_error(struct jrnl *j);
 struct jrnl_stats {
 	uint64_t meta_bytes; /* bytes written by the journal, this session */
 	uint64_t commits, rolls;
+	/*
+	 * The commits' device flushes, and the commits written without a
+	 * flush before their records (ZF_REC_F_UNFLUSHED): one flush each
+	 * instead of two.
+	 */
+	uint64_t flushes, unflushed_commits;
 	/*
 	 * Nanoseconds, this session: in commits, in the flushes of those
 	 * commits, and jrnl_commit() callers waiting for another's commit.

@@ -158,7 +158,7 @@ struct zfs_fsck_result {
 	uint64_t inodes, dirs, extents;
 	uint64_t log_records;
 	bool clean_tail;
-	char stop[200];	   /* where the log ended and why */
+	char stop[300];	   /* where the log ended and why */
 };
 
 enum zfs_severity {
@@ -453,10 +453,13 @@ struct zfs_stats {
 	 * Where fsync's time goes, in the daemon, since mount (ns): fsyncs
 	 * answered, their time, the part spent on their files' data, and
 	 * the journal's commits (count, time, of it the device flushes) and
-	 * callers' waits for a commit another thread was running.
+	 * callers' waits for a commit another thread was running; the
+	 * commits' flushes and the commits that needed no flush before their
+	 * records (ZF_REC_F_UNFLUSHED).
 	 */
 	uint64_t fsyncs, fsync_ns, fsync_data_ns;
 	uint64_t journal_commits, journal_commit_ns, journal_flush_ns;
+	uint64_t journal_flushes, journal_unflushed_commits;
 	uint64_t journal_wait_ns;
 	double write_amplification; /* < 0 while nothing was written */
 	uint64_t resets_total, resets_min, resets_max; /* pool zones not in

@@ -990,6 +990,15 @@ static int jrnl_rd_zones(struct jrnl_replayer *s, uint32_t zone,
 	return -ENOENT;
 }
 
+/* Zone @zone holds live data (it may be past the device). */
+static bool jrnl_zone_live(const struct zmeta *m, uint32_t zone)
+{
+	return zone < m->nr_zones && m->zones[zone].state == ZM_ZONE_DATA &&
+	       m->zones[zone].valid;
+}
+
+static int jrnl_held_apply(struct jrnl_replayer *s);
+
 /*
  * Follow a NEXT record (@p, @len) into the zones it names. The writer
  * links a zone before it starts it (jrnl_write_records()), so a crash in
@@ -1012,6 +1021,21 @@ static int jrnl_rd_next(struct jrnl_replayer *s, const char *p, uint32_t len)
 		return 0;
 	}
 	memcpy(&nx, p, sizeof(nx));
+	/*
+	 * A zone with live data is never a chain zone: the allocator resets
+	 * a dead one for the chain only once the record that freed it is
+	 * durable. That record may be in the commit held aside
+	 * (ZF_REC_F_UNFLUSHED), when this NEXT opens the next commit before
+	 * its first record: the NEXT proves that commit durable, so it is
+	 * applied first.
+	 */
+	if (s->held && (jrnl_zone_live(s->j->m, le32toh(nx.zone)) ||
+			(s->j->mirror &&
+			 jrnl_zone_live(s->j->m, le32toh(nx.mirror_zone))))) {
+		ret = jrnl_held_apply(s);
+		if (ret <= 0)
+			return ret;
+	}
 	ret = jrnl_rd_zones(s, le32toh(nx.zone),
 			    s->j->mirror ? le32toh(nx.mirror_zone) : ZF_NO_ZONE,
 			    s->j->chain_len, rsave.zone);

@@ -1778,6 +1778,106 @@ START_TEST(test_chain_takes_dead_zone)
 }
 END_TEST
 
+/* Room left in the journal's current zone (one copy), in blocks. */
+static uint64_t chain_room(struct zfs *fs)
+{
+	struct jrnl_stats js;
+	const struct zm_zone *z;
+
+	jrnl_get_stats(fs->j, &js);
+	z = &fs->m.zones[js.cur_zone];
+	return (z->start + z->cap - z->wp) / fs->bs;
+}
+
+/*
+ * The same, where the commit that freed the zone went without a flush
+ * before it (ZF_REC_F_UNFLUSHED) and the NEXT into that zone comes right
+ * after it, before the next commit's first record: replay holds such a
+ * commit until the next one starts, so it met the NEXT with the zone
+ * still live ("chain zone N is also a data zone", crash-kill-gc in CI).
+ * The reset waited for that commit to be durable: the NEXT proves it.
+ */
+START_TEST(test_chain_takes_dead_zone_unflushed)
+{
+	static const struct zfs_opts o = { .defer_threads = true };
+	uint64_t fzones = 0, unflushed, rolls;
+	struct jrnl_stats js;
+	struct zm_inode *in;
+	char err[256], val[6000], *want, *got;
+	struct zfs *fs;
+	uint32_t i;
+
+	mkfs1(24);
+	ck_assert_int_eq(zfs_mount(tu_img, &o, &fs, err, sizeof(err)), 0);
+	TU_OK(data_init(fs));
+	TU_OK(jrnl_roll(fs->j));
+	TU_OK(tu_write(fs, "/f", 0, 5 * TU_MIB / 2, 1));
+	TU_OK(tu_write(fs, "/x", 0, 100, 2));
+	TU_OK(zfs_sync(fs));
+	in = zm_iget(&fs->m, (uint64_t)tu_ino(fs, "/f"));
+	ck_assert_ptr_nonnull(in);
+	for (i = 0; i < in->f.n_ext; i++)
+		fzones |= 1ull << zm_zone_of(&fs->m, in->f.ext[i].addr);
+
+	/*
+	 * Commits of one block each until three are left: the truncate's
+	 * commit takes one, the NEXT's unit is kept, and a record of two
+	 * blocks (@val whole) then does not fit.
+	 */
+	memset(val, 'v', sizeof(val));
+	for (i = 0; chain_room(fs) > 3; i++) {
+		val[0] = (char)('a' + i % 26);
+		TU_OK(tu_setxattr(fs, "/x", "user.s", val, 64));
+		TU_OK(zfs_sync(fs));
+	}
+	ck_assert_uint_eq(chain_room(fs), 3);
+
+	/* /f's zones die in a commit without a flush before it. */
+	jrnl_get_stats(fs->j, &js);
+	unflushed = js.unflushed_commits;
+	rolls = js.rolls;
+	TU_OK(tu_truncate(fs, "/f", 0));
+	TU_OK(zfs_sync(fs));
+	jrnl_get_stats(fs->j, &js);
+	ck_assert_uint_eq(js.unflushed_commits, unflushed + 1);
+	ck_assert_uint_eq(chain_room(fs), 2);
+
+	/* Only /f's dead zones are left to take (in memory: no record). */
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
+	for (i = 0; i < fs->m.nr_zones; i++) {
+		struct zm_zone *z = &fs->m.zones[i];
+
+		if (i != js.cur_zone && !(fzones & (1ull << i)) &&
+		    (z->state == ZM_ZONE_FREE || z->state == ZM_ZONE_DATA) &&
+		    !z->valid)
+			z->state = ZM_ZONE_BAD;
+	}
+	fs->cap_dirty = true;
+	zlock_unmutex(&fs->alloc_lock);
+
+	/* The next commit's first record does not fit: NEXT, into /f's. */
+	TU_OK(tu_setxattr(fs, "/x", "user.big", val, sizeof(val)));
+	TU_OK(zfs_sync(fs));
+	jrnl_get_stats(fs->j, &js);
+	ck_assert_msg(fzones & (1ull << js.cur_zone),
+		      "the journal went on in zone %u, not a dead zone of /f",
+		      js.cur_zone);
+	ck_assert_uint_eq(js.rolls, rolls);
+	want = tu_digest(fs);
+	zfs_crash(fs);
+
+	fsck_ok(tu_img);
+	fs = tu_mount(tu_img, false);
+	got = tu_digest(fs);
+	digest_eq(got, want, "after the crash");
+	TU_OK(tu_verify(fs, "/x", 0, 100, 2));
+	tu_unmount(fs);
+	fsck_ok(tu_img);
+	free(got);
+	free(want);
+}
+END_TEST
+
 #define ST_MKDIR(n)                                                           \
 	static int st_mkdir_s##n(struct zfs *fs)                              \
 	{                                                                     \
@@ -2343,6 +2443,8 @@ static Suite *jrnl_suite(void)
 	add(s, "unlinked_close_frees", test_unlinked_close_frees, 60);
 	add(s, "crash_points_free_data", test_crash_points_free_data, 120);
 	add(s, "chain_takes_dead_zone", test_chain_takes_dead_zone, 60);
+	add(s, "chain_takes_dead_zone_unflushed",
+	    test_chain_takes_dead_zone_unflushed, 60);
 	add(s, "unflushed_commit", test_unflushed_commit, 120);
 	add(s, "reset_commit_flushes_first", test_reset_commit_flushes_first,
 	    60);

@@ -248,6 +248,14 @@ class Fs:
         st = os.statvfs(self.mnt)
         return st.f_bavail * st.f_frsize
 
+    def stat(self, key):
+        """One field of zonefuse's stats (None for the others, or a
+        daemon without it)."""
+        if self.system != "zonefuse":
+            return None
+        return json.loads(os.getxattr(self.mnt,
+                                      "user.zonefuse.stats")).get(key)
+
     def counters(self):
         """zonefuse's own counters since the mount (its stats attribute):
         where its device writes went, and where its fsyncs' time went
@@ -570,6 +578,7 @@ def mixed(fs, sz, rng, detail):
     c1 = fs.counters()
     if c0 and c1:
         detail["counters"] = {k: c1[k] - c0[k] for k in c0}
+        detail["checksum_impl"] = fs.stat("checksum_impl")
     fs.umount()
     lat.sort()
     detail.update(ops=ops, enospc=enospc, fsyncs=len(lat),
@@ -975,7 +984,7 @@ def cmd_report(a):
                     "for a commit another thread ran); %d commits for %d "
                     "fsyncs, %.2f ms each, of it %.2f in their %s; "
                     "the other %.2f ms are FUSE's round trip and "
-                    "scheduling" % (
+                    "scheduling; checksums with %s" % (
                         r["rep"] + 1, r["system"], d["fsync_mean_ms"], inside,
                         c["fsync_data_ns"] / n / 1e6,
                         (c["fsync_ns"] - c["fsync_data_ns"]) / n / 1e6,
@@ -987,7 +996,8 @@ def cmd_report(a):
                              c["journal_flushes"] / nc,
                              c.get("journal_unflushed_commits", 0))
                          if "journal_flushes" in c else "two flushes"),
-                        d["fsync_mean_ms"] - inside))
+                        d["fsync_mean_ms"] - inside,
+                        d.get("checksum_impl") or "(not said)"))
             if d.get("fill_enospc"):
                 notes.append("run %d %s mixed: ENOSPC while filling, at %.1f%%"
                              " of its df: the phase ran from there" % (

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "zfs_i.h"
+#include "zonefuse/crc32c.h"
 #include "zonefuse/util.h"
 #include "zonefuse/zjson.h"
 
@@ -150,6 +151,8 @@ int zfs_get_stats(struct zfs *fs, struct zfs_stats *s)
 	s->error = fs->error;
 	tr = atomic_load(&fs->transport);
 	snprintf(s->transport, sizeof(s->transport), "%s", tr ? tr : "none");
+	snprintf(s->checksum_impl, sizeof(s->checksum_impl), "%s",
+		 crc32c_impl() == CRC32C_SSE42 ? "sse4.2" : "tables");
 	return 0;
 }
 
@@ -229,7 +232,8 @@ int zfs_stats_json(const struct zfs_stats *s, char *buf, size_t size)
 	    zjson_set_u32s(o, "mirror_zones", s->mirror_chain,
 			   s->metadata_copies > 1 ? nchain : 0) ||
 	    json_object_set_new(o, "read_only", json_boolean(s->read_only)) ||
-	    zjson_set_str(o, "transport", s->transport))
+	    zjson_set_str(o, "transport", s->transport) ||
+	    zjson_set_str(o, "checksum_impl", s->checksum_impl))
 		goto out_put;
 	ret = (int)zjson_dumpb(o, buf, size);
 out_put:

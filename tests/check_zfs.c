@@ -809,10 +809,24 @@ START_TEST(test_stats_fsync)
 	ck_assert_uint_gt(st.journal_flush_ns, st0.journal_flush_ns);
 	ck_assert_uint_ge(st.journal_commit_ns - st0.journal_commit_ns,
 			  st.journal_flush_ns - st0.journal_flush_ns);
+	/*
+	 * Records naming data in sequential zones: no flush before them,
+	 * one after (the emulator here has no conventional zone).
+	 */
+	ck_assert_uint_eq(st.journal_flushes - st0.journal_flushes,
+			  st.journal_commits - st0.journal_commits);
+	ck_assert_uint_eq(st.journal_unflushed_commits -
+				  st0.journal_unflushed_commits,
+			  st.journal_commits - st0.journal_commits);
 	ck_assert_int_gt(zfs_stats_json(&st, buf, sizeof(buf)), 0);
 	snprintf(path, sizeof(path), "\"fsyncs\": %u", (unsigned int)st.fsyncs);
 	ck_assert_msg(strstr(buf, path), "%s", buf);
 	ck_assert_msg(strstr(buf, "\"journal_wait_ns\": "), "%s", buf);
+	ck_assert_msg(strstr(buf, "\"journal_unflushed_commits\": "), "%s",
+		      buf);
+	ck_assert_msg(strstr(buf, "\"checksum_impl\": \"sse4.2\"") ||
+			      strstr(buf, "\"checksum_impl\": \"tables\""),
+		      "%s", buf);
 }
 END_TEST
 

@@ -479,6 +479,11 @@ struct zfs_stats {
 	bool read_only;
 	int error; /* the sticky error, 0 if healthy */
 	char transport[8]; /* "uring", "dev", or "none" without a mount */
+	/*
+	 * The CRC32C the daemon computes checksums with, chosen at load as
+	 * the faster on this CPU (crc32c.h): "sse4.2" or "tables".
+	 */
+	char checksum_impl[8];
 };
 int zfs_get_stats(struct zfs *fs, struct zfs_stats *st);
 /*

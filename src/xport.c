@@ -231,7 +231,7 @@ static unsigned int xp_possible_cpus(void)
 
 /*
  * Queue @cmd for @e. There is one SQE per entry plus the stop poll and
- * the ring has room for all, so there always is one.
+ * the ring has room for all, so there always is one: none is a bug.
  */
 static void xp_queue_cmd(struct xp_ent *e, uint32_t cmd)
 {
@@ -242,6 +242,11 @@ static void xp_queue_cmd(struct xp_ent *e, uint32_t cmd)
 	if (!sqe) {
 		io_uring_submit(&q->ring);
 		sqe = io_uring_get_sqe(&q->ring);
+		if (!sqe) {
+			zlog_err("internal error: transport queue %u has no SQE free",
+				 q->qid);
+			abort();
+		}
 	}
 	memset(sqe, 0, 2 * sizeof(*sqe)); /* an SQE128 */
 	sqe->opcode = IORING_OP_URING_CMD;

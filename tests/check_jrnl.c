@@ -1689,23 +1689,18 @@ START_TEST(test_unlink_during_writeback)
 END_TEST
 
 /*
- * The journal needs a zone and none is free: the allocator resets a dead
- * data zone on the spot, with no ZONE_RESET record (the journal, being the
- * committer, cannot log it). After a crash, replay meets a NEXT naming a
- * zone that its records left as a data zone without live data: that zone
- * must be taken as reset, not refused (the mount failed with "chain zone
- * N is also a data zone"). No background thread here: it would reset the
+ * For the dead-zone tests: a one-copy file system on a fresh chain, with
+ * /f (2.5 MiB) and /x (100 bytes) written and durable; *@fzones gets the
+ * zones /f's extents are in. No background thread: it would reset the
  * dead zones, with records, before the journal asks.
  */
-START_TEST(test_chain_takes_dead_zone)
+static struct zfs *dead_zone_fs(uint64_t *fzones)
 {
 	static const struct zfs_opts o = { .defer_threads = true };
-	uint64_t fzones = 0, resets;
-	struct jrnl_stats js;
 	struct zm_inode *in;
-	char err[256], val[4000], *want, *got;
 	struct zfs *fs;
-	uint32_t i, z0;
+	char err[256];
+	uint32_t i;
 
 	/* One copy: a mirrored log rolls at one zone, before it grows. */
 	mkfs1(24);
@@ -1721,16 +1716,21 @@ START_TEST(test_chain_takes_dead_zone)
 	TU_OK(zfs_sync(fs));
 	in = zm_iget(&fs->m, (uint64_t)tu_ino(fs, "/f"));
 	ck_assert_ptr_nonnull(in);
+	*fzones = 0;
 	for (i = 0; i < in->f.n_ext; i++)
-		fzones |= 1ull << zm_zone_of(&fs->m, in->f.ext[i].addr);
-	/*
-	 * Truncated, not unlinked: the extents go with the record either way,
-	 * and an unlinked inode is freed only once idle (not the rule here).
-	 */
-	TU_OK(tu_truncate(fs, "/f", 0));
-	TU_OK(zfs_sync(fs));
+		*fzones |= 1ull << zm_zone_of(&fs->m, in->f.ext[i].addr);
+	return fs;
+}
 
-	/* Only /f's dead zones are left to take (in memory: no record). */
+/*
+ * Leave the allocator only @fzones' dead zones to take, besides the
+ * journal's current zone (in memory: no record).
+ */
+static void only_dead_zones_left(struct zfs *fs, uint64_t fzones)
+{
+	struct jrnl_stats js;
+	uint32_t i;
+
 	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	jrnl_get_stats(fs->j, &js);
 	for (i = 0; i < fs->m.nr_zones; i++) {
@@ -1743,6 +1743,33 @@ START_TEST(test_chain_takes_dead_zone)
 	}
 	fs->cap_dirty = true;
 	zlock_unmutex(&fs->alloc_lock);
+}
+
+/*
+ * The journal needs a zone and none is free: the allocator resets a dead
+ * data zone on the spot, with no ZONE_RESET record (the journal, being the
+ * committer, cannot log it). After a crash, replay meets a NEXT naming a
+ * zone that its records left as a data zone without live data: that zone
+ * must be taken as reset, not refused (the mount failed with "chain zone
+ * N is also a data zone"). No background thread here: it would reset the
+ * dead zones, with records, before the journal asks.
+ */
+START_TEST(test_chain_takes_dead_zone)
+{
+	uint64_t fzones, resets;
+	struct jrnl_stats js;
+	char val[4000], *want, *got;
+	struct zfs *fs;
+	uint32_t i, z0;
+
+	fs = dead_zone_fs(&fzones);
+	/*
+	 * Truncated, not unlinked: the extents go with the record either way,
+	 * and an unlinked inode is freed only once idle (not the rule here).
+	 */
+	TU_OK(tu_truncate(fs, "/f", 0));
+	TU_OK(zfs_sync(fs));
+	only_dead_zones_left(fs, fzones);
 
 	memset(val, 'v', sizeof(val));
 	for (i = 0; i < 400; i++) {
@@ -1799,25 +1826,13 @@ static uint64_t chain_room(struct zfs *fs)
  */
 START_TEST(test_chain_takes_dead_zone_unflushed)
 {
-	static const struct zfs_opts o = { .defer_threads = true };
-	uint64_t fzones = 0, unflushed, rolls;
+	uint64_t fzones, unflushed, rolls;
 	struct jrnl_stats js;
-	struct zm_inode *in;
-	char err[256], val[6000], *want, *got;
+	char val[6000], *want, *got;
 	struct zfs *fs;
 	uint32_t i;
 
-	mkfs1(24);
-	ck_assert_int_eq(zfs_mount(tu_img, &o, &fs, err, sizeof(err)), 0);
-	TU_OK(data_init(fs));
-	TU_OK(jrnl_roll(fs->j));
-	TU_OK(tu_write(fs, "/f", 0, 5 * TU_MIB / 2, 1));
-	TU_OK(tu_write(fs, "/x", 0, 100, 2));
-	TU_OK(zfs_sync(fs));
-	in = zm_iget(&fs->m, (uint64_t)tu_ino(fs, "/f"));
-	ck_assert_ptr_nonnull(in);
-	for (i = 0; i < in->f.n_ext; i++)
-		fzones |= 1ull << zm_zone_of(&fs->m, in->f.ext[i].addr);
+	fs = dead_zone_fs(&fzones);
 
 	/*
 	 * Commits of one block each until three are left: the truncate's
@@ -1842,18 +1857,7 @@ START_TEST(test_chain_takes_dead_zone_unflushed)
 	ck_assert_uint_eq(js.unflushed_commits, unflushed + 1);
 	ck_assert_uint_eq(chain_room(fs), 2);
 
-	/* Only /f's dead zones are left to take (in memory: no record). */
-	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
-	for (i = 0; i < fs->m.nr_zones; i++) {
-		struct zm_zone *z = &fs->m.zones[i];
-
-		if (i != js.cur_zone && !(fzones & (1ull << i)) &&
-		    (z->state == ZM_ZONE_FREE || z->state == ZM_ZONE_DATA) &&
-		    !z->valid)
-			z->state = ZM_ZONE_BAD;
-	}
-	fs->cap_dirty = true;
-	zlock_unmutex(&fs->alloc_lock);
+	only_dead_zones_left(fs, fzones);
 
 	/* The next commit's first record does not fit: NEXT, into /f's. */
 	TU_OK(tu_setxattr(fs, "/x", "user.big", val, sizeof(val)));

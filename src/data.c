@@ -35,6 +35,7 @@
 #include <time.h>
 
 #include "data_i.h"
+#include "zonefuse/crc32c.h"
 #include "zonefuse/util.h"
 
 #define DATA_MIN_ALLOC 4096u
@@ -98,6 +99,41 @@ static uint64_t chunk_blocks(const struct zfs_chunk *c, uint32_t bs)
 		last_end = ZF_MAX(last_end, e);
 	}
 	return total;
+}
+
+/*
+ * The checksums of the blocks that [s, e) of @c, just written, touched:
+ * taken now if @take and the block is filled whole (the write has just
+ * brought its bytes into the cache), else forgotten. Taken here, they are
+ * off the fsync's path: the fsync of a small file writes its data itself
+ * (data_flush_inode()), and the writeback would checksum every block
+ * after the device write. A chunk filled whole at once (a large file's)
+ * is left to its writeback thread, which runs beside the writer. Without
+ * memory for them, the writeback takes them all.
+ */
+static void chunk_csum(struct zfs *fs, struct zfs_chunk *c, uint32_t s,
+		       uint32_t e, bool take)
+{
+	const struct zfs_range *r = c->fill;
+	uint32_t bs = fs->bs, b;
+
+	/* The write's bytes are all in one filled range, merged. */
+	while (r->e < e)
+		r++;
+	for (b = s / bs; b * bs < e; b++) {
+		uint64_t bit = 1ull << (b % 64);
+
+		c->csum_ok[b / 64] &= ~bit;
+		if (!take || r->s > b * bs || r->e < (b + 1) * bs)
+			continue;
+		if (!c->csum) {
+			c->csum = malloc(ZFS_CHUNK / bs * sizeof(*c->csum));
+			if (!c->csum)
+				return;
+		}
+		c->csum[b] = crc32c(0, c->data + (size_t)b * bs, bs);
+		c->csum_ok[b / 64] |= bit;
+	}
 }
 
 bool data_chunk_full(const struct zfs_chunk *c)
@@ -195,6 +231,7 @@ void data_chunk_free(struct zfs *fs, struct zfs_chunk *c)
 {
 	data_buf_put(fs, c->data, c->alloc);
 	free(c->fill);
+	free(c->csum);
 	free(c);
 }
 
@@ -413,6 +450,7 @@ ssize_t data_write(struct zfs *fs, struct zm_inode *in, const void *buf,
 		if (chunk_fill(c, s, s + n))
 			break;
 		memcpy(c->data + s, p, n);
+		chunk_csum(fs, c, s, s + n, !data_chunk_full(c));
 		c->mtime_ns = now;
 		before = c->reserved;
 		c->reserved = chunk_blocks(c, fs->bs);

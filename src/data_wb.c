@@ -21,6 +21,28 @@
 #define DATA_WB_NICE (-5) /* writeback threads' nice value: see data_wb_main */
 #define DATA_WB_BATCH 4u  /* chunks of one file before another's turn */
 
+/* Blocks [s, e) of @c touches changed: their write's checksums are stale. */
+static void data_csum_forget(struct zfs *fs, struct zfs_chunk *c, uint32_t s,
+			     uint32_t e)
+{
+	uint32_t b;
+
+	for (b = s / fs->bs; (uint64_t)b * fs->bs < e; b++)
+		c->csum_ok[b / 64] &= ~(1ull << (b % 64));
+}
+
+/* The checksum of block @b of @c, as it is now. */
+static uint32_t data_csum(struct zfs *fs, const struct zfs_chunk *c,
+			  uint32_t b)
+{
+	if (c->csum_ok[b / 64] & (1ull << (b % 64))) {
+		atomic_fetch_add(&fs->csum_at_write, 1);
+		return c->csum[b];
+	}
+	atomic_fetch_add(&fs->csum_at_writeback, 1);
+	return crc32c(0, c->data + (size_t)b * fs->bs, fs->bs);
+}
+
 /*
  * Complete the partly filled blocks of [rs, re) (chunk offsets) from the
  * file's current data, so the whole run can be written. Caller holds the
@@ -54,9 +76,11 @@ static int data_rmw(struct zfs *fs, struct zm_inode *in, struct zfs_chunk *c,
 			uint32_t s = i < c->nr ? ZF_MAX(c->fill[i].s, rs) : re;
 			uint32_t gap_end = ZF_MIN(s, re);
 
-			if (gap_end > pos)
+			if (gap_end > pos) {
 				memcpy(c->data + pos, old + (pos - rs),
 				       gap_end - pos);
+				data_csum_forget(fs, c, pos, gap_end);
+			}
 			if (i < c->nr)
 				pos = ZF_MAX(pos, ZF_MIN(c->fill[i].e, re));
 			if (pos >= re)
@@ -89,17 +113,18 @@ static int data_log_piece(struct zfs *fs, struct zfs_rt *rt,
 		struct zf_rec_extent rec;
 		uint32_t csum[ZFS_CHUNK / 512];
 	} r;
-	const char *data = c->data + (foff - c->foff);
 	uint32_t bs = fs->bs, nb = ZF_CSUMS(addr, len, bs), i;
+	uint32_t first = (uint32_t)(foff - c->foff) / bs;
 	uint64_t lim;
 	int ret = 0;
 
 	/*
-	 * Each block whole, as it went to the device; before the locks (the
-	 * chunk is the writeback's alone now).
+	 * Each block whole, as it went to the device: the write's checksum
+	 * where it took one, else taken now; before the locks (the chunk is
+	 * the writeback's alone now).
 	 */
 	for (i = 0; i < nb; i++)
-		r.csum[i] = htole32(crc32c(0, data + (size_t)i * bs, bs));
+		r.csum[i] = htole32(data_csum(fs, c, first + i));
 	zlock_rd(&fs->meta_lock, ZLOCK_META);
 	zlock_wr(&rt->lock, ZLOCK_RT);
 	lim = ZF_MIN(c->foff + c->limit, data_vsize(in));

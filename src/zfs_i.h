@@ -73,6 +73,14 @@ struct zfs_chunk {
 	uint32_t limit;
 	uint64_t reserved; /* space reserved for it (alloc_reserve) */
 	uint64_t mtime_ns; /* monotonic time of the last write into it */
+	/*
+	 * The CRC32C of each block of data (fs->bs bytes) that a write left
+	 * filled whole, taken by that write (data_write()); bit b of csum_ok
+	 * set: csum[b] is block b's checksum as its bytes are now. csum is
+	 * NULL until a write takes one.
+	 */
+	uint32_t *csum;
+	uint64_t csum_ok[ZFS_CHUNK / 512 / 64];
 };
 
 /*
@@ -282,6 +290,8 @@ struct zfs {
 	_Atomic uint64_t gc_bytes;
 	_Atomic uint64_t csum_errors; /* blocks read that failed their
 					 checksum, since mount */
+	/* Blocks written whose checksum their write took / the writeback. */
+	_Atomic uint64_t csum_at_write, csum_at_writeback;
 	/* fsyncs since mount, their time, and of it their data's (ns). */
 	_Atomic uint64_t fsyncs, fsync_ns, fsync_data_ns;
 	/* The daemon's FUSE transport (zfs_set_transport()), NULL: none. */

@@ -125,6 +125,8 @@ int zfs_get_stats(struct zfs *fs, struct zfs_stats *s)
 	s->meta_bytes_written = fs->base_meta_bytes + js.meta_bytes;
 	s->device_bytes_read = ds.bytes_read;
 	s->checksum_errors = atomic_load(&fs->csum_errors);
+	s->checksums_at_write = atomic_load(&fs->csum_at_write);
+	s->checksums_at_writeback = atomic_load(&fs->csum_at_writeback);
 	s->fsyncs = atomic_load(&fs->fsyncs);
 	s->fsync_ns = atomic_load(&fs->fsync_ns);
 	s->fsync_data_ns = atomic_load(&fs->fsync_data_ns);
@@ -199,6 +201,9 @@ int zfs_stats_json(const struct zfs_stats *s, char *buf, size_t size)
 	    zjson_set_u64(o, "meta_bytes_written", s->meta_bytes_written) ||
 	    zjson_set_u64(o, "device_bytes_read", s->device_bytes_read) ||
 	    zjson_set_u64(o, "checksum_errors", s->checksum_errors) ||
+	    zjson_set_u64(o, "checksums_at_write", s->checksums_at_write) ||
+	    zjson_set_u64(o, "checksums_at_writeback",
+			  s->checksums_at_writeback) ||
 	    zjson_set_u64(o, "fsyncs", s->fsyncs) ||
 	    zjson_set_u64(o, "fsync_ns", s->fsync_ns) ||
 	    zjson_set_u64(o, "fsync_data_ns", s->fsync_data_ns) ||

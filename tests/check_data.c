@@ -378,6 +378,97 @@ START_TEST(test_close_writes_small_file)
 }
 END_TEST
 
+/* zfs_write() of the pattern of @seed at [off, off + len) of @ino, @model's. */
+static void wr(struct zfs *fs, uint64_t ino, char *model, uint64_t off,
+	       size_t len, uint32_t seed)
+{
+	char *tmp = malloc(ZF_ROUND_UP(len, 8u));
+
+	ck_assert_ptr_nonnull(tmp);
+	tu_fill(tmp, ZF_ROUND_UP(len, 8u), off, seed);
+	ck_assert_int_eq(zfs_write(fs, &tu_root_ctx, ino, tmp, len, (off_t)off,
+				   false),
+			 (ssize_t)len);
+	memcpy(model + off, tmp, len);
+	free(tmp);
+}
+
+/*
+ * The checksum a write takes of a block it leaves filled whole is the
+ * block's as it goes to the device, whatever comes between: a rewrite of
+ * part of it, a truncate that cuts it (the writeback then completes it
+ * from the file's data), appends that fill it bit by bit, a sync between
+ * writes. The file stays open throughout, so that its chunks stay staged
+ * between writes (a last close writes a new file's data). Every block of
+ * /f then passes its check, at once and after a remount, and both ways of
+ * taking checksums were used.
+ */
+static void csums_follow_bytes(uint32_t bs)
+{
+	const size_t size = 3 * TU_MIB + 12288;
+	struct zfs_scrub_file sr;
+	struct zfs_stats st;
+	char *model = calloc(1, size), *buf = malloc(size);
+	struct zfs *fs;
+	uint64_t ino;
+	int i;
+
+	ck_assert_ptr_nonnull(model);
+	ck_assert_ptr_nonnull(buf);
+	mkfs(bs);
+	fs = tu_mount(tu_img, false);
+	TU_OK(tu_write(fs, "/f", 0, 0, 1));
+	ino = (uint64_t)tu_ino(fs, "/f");
+	TU_OK(zfs_open(fs, &tu_root_ctx, ino, O_RDWR, NULL));
+	wr(fs, ino, model, 0, 65536, 1);	  /* whole blocks: taken */
+	wr(fs, ino, model, 4096 + 104, 200, 2); /* part of a whole block */
+	wr(fs, ino, model, 20000, 48, 3);
+	TU_OK(tu_truncate(fs, "/f", 10000)); /* cuts the block at 8 KiB */
+	memset(model + 10000, 0, size - 10000);
+	wr(fs, ino, model, 12288, 4096, 4);
+	for (i = 0; i < 5; i++) /* fills the block at 16 KiB piece by piece */
+		wr(fs, ino, model, 16384 + (uint64_t)i * 1000, 1000, 6);
+	TU_OK(zfs_fsync(fs, ino, false));
+	wr(fs, ino, model, 16384 + 504, 1000, 7); /* over synced data */
+	wr(fs, ino, model, TU_MIB + 4096, 65536, 5); /* taken, then overwritten */
+	wr(fs, ino, model, 65536, 3 * TU_MIB - 65536, 8); /* chunks filled whole */
+	wr(fs, ino, model, 3 * TU_MIB, 12288, 9);
+	wr(fs, ino, model, 3 * TU_MIB + 4096, 8, 10);
+	TU_OK(zfs_fsync(fs, ino, false));
+	TU_OK(zfs_get_stats(fs, &st));
+	ck_assert_uint_gt(st.checksums_at_write, 0);
+	ck_assert_uint_gt(st.checksums_at_writeback, 0);
+	TU_OK(zfs_scrub_file(fs, ino, &sr));
+	ck_assert_uint_eq(sr.nbad, 0);
+	ck_assert_uint_eq(st.checksum_errors, 0);
+	TU_OK(zfs_release(fs, ino, 0));
+	tu_unmount(fs);
+
+	fs = tu_mount(tu_img, true);
+	TU_OK(zfs_scrub_file(fs, ino, &sr));
+	ck_assert_uint_eq(sr.nbad, 0);
+	ck_assert_uint_gt(sr.bytes, 3 * TU_MIB - 65536);
+	TU_OK(zfs_open(fs, &tu_root_ctx, ino, O_RDONLY, NULL));
+	ck_assert_int_eq(zfs_read(fs, ino, buf, size, 0), (ssize_t)size);
+	ck_assert(!memcmp(buf, model, size));
+	TU_OK(zfs_release(fs, ino, 0));
+	tu_unmount(fs);
+	free(buf);
+	free(model);
+}
+
+START_TEST(test_csums_follow_bytes)
+{
+	csums_follow_bytes(4096);
+}
+END_TEST
+
+START_TEST(test_csums_follow_bytes_512)
+{
+	csums_follow_bytes(512);
+}
+END_TEST
+
 /* What fail_writes() fails, and how many it failed. */
 static struct {
 	struct zfs *fs;
@@ -809,6 +900,8 @@ int main(void)
 	add(s, "damaged_block_eio_512", test_damaged_block_eio_512);
 	add(s, "read_bufs_reused", test_read_bufs_reused);
 	add(s, "close_writes_small_file", test_close_writes_small_file);
+	add(s, "csums_follow_bytes", test_csums_follow_bytes);
+	add(s, "csums_follow_bytes_512", test_csums_follow_bytes_512);
 	add(s, "lost_write_reads_eio", test_lost_write_reads_eio);
 	add(s, "lost_when_journal_fails", test_lost_when_journal_fails);
 	add(s, "lost_ranges_split", test_lost_ranges_split);

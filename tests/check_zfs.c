@@ -783,7 +783,7 @@ START_TEST(test_stats_fsync)
 {
 	struct zfs_stats st0, st;
 	unsigned int cache;
-	char buf[4096], path[16];
+	char buf[4096], path[64];
 	uint64_t ino;
 	int i;
 
@@ -824,6 +824,10 @@ START_TEST(test_stats_fsync)
 	ck_assert_msg(strstr(buf, "\"journal_wait_ns\": "), "%s", buf);
 	ck_assert_msg(strstr(buf, "\"journal_unflushed_commits\": "), "%s",
 		      buf);
+	snprintf(path, sizeof(path), "\"checksums_at_write\": %llu",
+		 (unsigned long long)st.checksums_at_write);
+	ck_assert_msg(strstr(buf, path), "%s", buf);
+	ck_assert_msg(strstr(buf, "\"checksums_at_writeback\": "), "%s", buf);
 	ck_assert_msg(strstr(buf, "\"checksum_impl\": \"sse4.2\"") ||
 			      strstr(buf, "\"checksum_impl\": \"tables\""),
 		      "%s", buf);

@@ -450,6 +450,12 @@ struct zfs_stats {
 	uint64_t checksum_errors;   /* data blocks read that failed their
 				       checksum, by this mount */
 	/*
+	 * Data blocks written by this mount whose checksum their write()
+	 * took (the bytes in the cache, off the fsync's path) / the
+	 * writeback took.
+	 */
+	uint64_t checksums_at_write, checksums_at_writeback;
+	/*
 	 * Where fsync's time goes, in the daemon, since mount (ns): fsyncs
 	 * answered, their time, the part spent on their files' data, and
 	 * the journal's commits (count, time, of it the device flushes) and

@@ -1746,6 +1746,33 @@ static void only_dead_zones_left(struct zfs *fs, uint64_t fzones)
 }
 
 /*
+ * Crash @fs, whose journal must have gone on into a dead zone of /f
+ * (@fzones); fsck, remount: the same tree, /x's data whole. Returns the
+ * mounted file system.
+ */
+static struct zfs *dead_zone_crash(struct zfs *fs, uint64_t fzones)
+{
+	struct jrnl_stats js;
+	char *want, *got;
+
+	jrnl_get_stats(fs->j, &js);
+	ck_assert_msg(fzones & (1ull << js.cur_zone),
+		      "the journal went on in zone %u, not a dead zone of /f",
+		      js.cur_zone);
+	want = tu_digest(fs);
+	zfs_crash(fs);
+
+	fsck_ok(tu_img);
+	fs = tu_mount(tu_img, false);
+	got = tu_digest(fs);
+	digest_eq(got, want, "after the crash");
+	TU_OK(tu_verify(fs, "/x", 0, 100, 2));
+	free(got);
+	free(want);
+	return fs;
+}
+
+/*
  * The journal needs a zone and none is free: the allocator resets a dead
  * data zone on the spot, with no ZONE_RESET record (the journal, being the
  * committer, cannot log it). After a crash, replay meets a NEXT naming a
@@ -1758,7 +1785,7 @@ START_TEST(test_chain_takes_dead_zone)
 {
 	uint64_t fzones, resets;
 	struct jrnl_stats js;
-	char val[4000], *want, *got;
+	char val[4000];
 	struct zfs *fs;
 	uint32_t i, z0;
 
@@ -1783,25 +1810,13 @@ START_TEST(test_chain_takes_dead_zone)
 	}
 	TU_OK(zfs_sync(fs));
 	jrnl_get_stats(fs->j, &js);
-	ck_assert_msg(fzones & (1ull << js.cur_zone),
-		      "the journal went on in zone %u, not a dead zone of /f",
-		      js.cur_zone);
 	ck_assert_uint_eq(js.rolls, 1);
 	z0 = js.cur_zone;
 	resets = fs->m.zones[z0].resets;
-	want = tu_digest(fs);
-	zfs_crash(fs);
-
-	fsck_ok(tu_img);
-	fs = tu_mount(tu_img, false);
-	got = tu_digest(fs);
-	digest_eq(got, want, "after the crash");
+	fs = dead_zone_crash(fs, fzones);
 	ck_assert_uint_ge(fs->m.zones[z0].resets, resets);
-	TU_OK(tu_verify(fs, "/x", 0, 100, 2));
 	tu_unmount(fs);
 	fsck_ok(tu_img);
-	free(got);
-	free(want);
 }
 END_TEST
 
@@ -1828,7 +1843,7 @@ START_TEST(test_chain_takes_dead_zone_unflushed)
 {
 	uint64_t fzones, unflushed, rolls;
 	struct jrnl_stats js;
-	char val[6000], *want, *got;
+	char val[6000];
 	struct zfs *fs;
 	uint32_t i;
 
@@ -1863,22 +1878,10 @@ START_TEST(test_chain_takes_dead_zone_unflushed)
 	TU_OK(tu_setxattr(fs, "/x", "user.big", val, sizeof(val)));
 	TU_OK(zfs_sync(fs));
 	jrnl_get_stats(fs->j, &js);
-	ck_assert_msg(fzones & (1ull << js.cur_zone),
-		      "the journal went on in zone %u, not a dead zone of /f",
-		      js.cur_zone);
 	ck_assert_uint_eq(js.rolls, rolls);
-	want = tu_digest(fs);
-	zfs_crash(fs);
-
-	fsck_ok(tu_img);
-	fs = tu_mount(tu_img, false);
-	got = tu_digest(fs);
-	digest_eq(got, want, "after the crash");
-	TU_OK(tu_verify(fs, "/x", 0, 100, 2));
+	fs = dead_zone_crash(fs, fzones);
 	tu_unmount(fs);
 	fsck_ok(tu_img);
-	free(got);
-	free(want);
 }
 END_TEST
 

@@ -107,9 +107,10 @@ static uint64_t chunk_blocks(const struct zfs_chunk *c, uint32_t bs)
  * brought its bytes into the cache), else forgotten. Taken here, they are
  * off the fsync's path: the fsync of a small file writes its data itself
  * (data_flush_inode()), and the writeback would checksum every block
- * after the device write. A chunk filled whole at once (a large file's)
- * is left to its writeback thread, which runs beside the writer. Without
- * memory for them, the writeback takes them all.
+ * after the device write. A large file's are left to the writeback
+ * threads, which run beside the writer: taken here, they would lengthen
+ * every write() of a checkpoint. Without memory for them, the writeback
+ * takes them all.
  */
 static void chunk_csum(struct zfs *fs, struct zfs_chunk *c, uint32_t s,
 		       uint32_t e, bool take)
@@ -450,7 +451,8 @@ ssize_t data_write(struct zfs *fs, struct zm_inode *in, const void *buf,
 		if (chunk_fill(c, s, s + n))
 			break;
 		memcpy(c->data + s, p, n);
-		chunk_csum(fs, c, s, s + n, !data_chunk_full(c));
+		/* Large: a file with zones of its own, or a whole chunk. */
+		chunk_csum(fs, c, s, s + n, !rt->head && !data_chunk_full(c));
 		c->mtime_ns = now;
 		before = c->reserved;
 		c->reserved = chunk_blocks(c, fs->bs);

@@ -271,7 +271,9 @@ class Fs:
                                    "journal_commits", "journal_commit_ns",
                                    "journal_flush_ns", "journal_wait_ns",
                                    "journal_flushes",
-                                   "journal_unflushed_commits")
+                                   "journal_unflushed_commits",
+                                   "checksums_at_write",
+                                   "checksums_at_writeback")
                 if k in st}
 
 
@@ -998,6 +1000,13 @@ def cmd_report(a):
                          if "journal_flushes" in c else "two flushes"),
                         d["fsync_mean_ms"] - inside,
                         d.get("checksum_impl") or "(not said)"))
+            if c and "checksums_at_write" in c:
+                taken = c["checksums_at_write"] + c["checksums_at_writeback"]
+                notes.append("run %d %s mixed: of %d blocks' checksums, %d "
+                             "taken by their write(), %d by the writeback" % (
+                                 r["rep"] + 1, r["system"], taken,
+                                 c["checksums_at_write"],
+                                 c["checksums_at_writeback"]))
             if d.get("fill_enospc"):
                 notes.append("run %d %s mixed: ENOSPC while filling, at %.1f%%"
                              " of its df: the phase ran from there" % (

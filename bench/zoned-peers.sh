@@ -120,8 +120,11 @@ zf_build "$build" -Dbuildtype=release >/dev/null || zf_die "the release build in
 out=bench/results/peers-$tag
 mkdir -p "$out"
 rm -f "$out/samples.jsonl" "$out/meta.json" "$out/results."* "$out/hostload.txt"
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-git diff --quiet HEAD 2>/dev/null || commit="$commit+changes"
+# The commit the daemon was built from: BUILD may be another checkout's.
+src=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["directories"]["source"])' \
+	"$build/meson-info/meson-info.json" 2>/dev/null || echo .)
+commit=$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)
+git -C "$src" diff --quiet HEAD 2>/dev/null || commit="$commit+changes"
 zf_python - "$out/host.json" "$commit" "$cmdline" "$nullb" "${PEERS_ZF_MKFS:-}" <<'EOF'
 import json, os, sys, time
 json.dump({"date": time.strftime("%Y-%m-%d %H:%M %Z"), "commit": sys.argv[2],

@@ -21,7 +21,7 @@
 #define DATA_WB_NICE (-5) /* writeback threads' nice value: see data_wb_main */
 #define DATA_WB_BATCH 4u  /* chunks of one file before another's turn */
 
-/* Blocks [s, e) of @c touches changed: their write's checksums are stale. */
+/* Bytes [s, e) of @c changed: the checksums of their blocks are stale. */
 static void data_csum_forget(struct zfs *fs, struct zfs_chunk *c, uint32_t s,
 			     uint32_t e)
 {
@@ -31,15 +31,17 @@ static void data_csum_forget(struct zfs *fs, struct zfs_chunk *c, uint32_t s,
 		c->csum_ok[b / 64] &= ~(1ull << (b % 64));
 }
 
-/* The checksum of block @b of @c, as it is now. */
-static uint32_t data_csum(struct zfs *fs, const struct zfs_chunk *c,
-			  uint32_t b)
+/*
+ * The checksum of block @b of @c as it is now: the one its write took
+ * (counted in *@taken), else computed.
+ */
+static uint32_t data_csum(const struct zfs *fs, const struct zfs_chunk *c,
+			  uint32_t b, uint32_t *taken)
 {
 	if (c->csum_ok[b / 64] & (1ull << (b % 64))) {
-		atomic_fetch_add(&fs->csum_at_write, 1);
+		(*taken)++;
 		return c->csum[b];
 	}
-	atomic_fetch_add(&fs->csum_at_writeback, 1);
 	return crc32c(0, c->data + (size_t)b * fs->bs, fs->bs);
 }
 
@@ -113,7 +115,7 @@ static int data_log_piece(struct zfs *fs, struct zfs_rt *rt,
 		struct zf_rec_extent rec;
 		uint32_t csum[ZFS_CHUNK / 512];
 	} r;
-	uint32_t bs = fs->bs, nb = ZF_CSUMS(addr, len, bs), i;
+	uint32_t bs = fs->bs, nb = ZF_CSUMS(addr, len, bs), i, taken = 0;
 	uint32_t first = (uint32_t)(foff - c->foff) / bs;
 	uint64_t lim;
 	int ret = 0;
@@ -124,7 +126,9 @@ static int data_log_piece(struct zfs *fs, struct zfs_rt *rt,
 	 * the writeback's alone now).
 	 */
 	for (i = 0; i < nb; i++)
-		r.csum[i] = htole32(data_csum(fs, c, first + i));
+		r.csum[i] = htole32(data_csum(fs, c, first + i, &taken));
+	atomic_fetch_add(&fs->csum_at_write, taken);
+	atomic_fetch_add(&fs->csum_at_writeback, nb - taken);
 	zlock_rd(&fs->meta_lock, ZLOCK_META);
 	zlock_wr(&rt->lock, ZLOCK_RT);
 	lim = ZF_MIN(c->foff + c->limit, data_vsize(in));

@@ -77,7 +77,9 @@ struct zfs_chunk {
 	 * The CRC32C of each block of data (fs->bs bytes) that a write left
 	 * filled whole, taken by that write (data_write()); bit b of csum_ok
 	 * set: csum[b] is block b's checksum as its bytes are now. csum is
-	 * NULL until a write takes one.
+	 * NULL until a write takes one. Changed under the rt lock held
+	 * exclusive while the chunk is open, by its writeback alone once
+	 * sealed (data_rmw()), like data.
 	 */
 	uint32_t *csum;
 	uint64_t csum_ok[ZFS_CHUNK / 512 / 64];

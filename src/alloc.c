@@ -586,8 +586,9 @@ int alloc_super_end(struct zfs *fs, uint32_t zone, struct alloc_try *t)
  * cold head: wear leveling puts data that does not die where resets have
  * been many). Returns 0, -EAGAIN when the only free zones left wait for
  * their freeing record to be durable, -ENOSPC when none is free above the
- * taker's floor. Slots are the caller's to check. alloc_lock held (may be
- * dropped for a reset).
+ * taker's floor, -EBUSY when a data zone's active slot, which the caller
+ * checked, was taken while alloc_lock was dropped for a reset. alloc_lock
+ * held (may be dropped for a reset).
  */
 static int alloc_take_zone(struct zfs *fs, enum alloc_kind kind,
 			   bool most_worn, uint32_t *zone)
@@ -601,6 +602,14 @@ static int alloc_take_zone(struct zfs *fs, enum alloc_kind kind,
 		uint32_t i, nfree = 0, waiting = 0;
 		struct zm_zone *best = NULL;
 		int ret;
+
+		/*
+		 * Again after each reset: another head may have taken the
+		 * last slot meanwhile, and this zone would have been one
+		 * past the device's limit (e2e-stress, max_active 6).
+		 */
+		if (!meta && !alloc_slot_ok(fs, kind))
+			return -EBUSY;
 
 		for (i = 0; i < fs->m.nr_zones; i++) {
 			struct zm_zone *z = &fs->m.zones[i];
@@ -651,7 +660,10 @@ static int alloc_take_zone(struct zfs *fs, enum alloc_kind kind,
 			best->wp = best->start;
 			best->resets++;
 			fs->resets_done++;
-			best->state = meta ? ZM_ZONE_META : ZM_ZONE_DATA;
+			/* Free again, and chosen again: the lock was dropped. */
+			best->state = ZM_ZONE_FREE;
+			best->flags = 0;
+			continue;
 		}
 		alloc_settle(fs, *zone);
 		return 0;

@@ -668,6 +668,136 @@ START_TEST(test_one_active_refused)
 }
 END_TEST
 
+/* What race_hook() does while the allocator resets zone race.zone. */
+static struct {
+	struct zfs *fs;
+	uint32_t zone, other;
+	bool fired;
+} race;
+
+/*
+ * The reset of the dead zone runs with alloc_lock let go: another head
+ * takes the last free slot now (zone race.other, as alloc_take_zone()
+ * would have handed it over).
+ */
+static int race_hook(void *arg, enum zdev_op op, uint32_t zone, uint64_t off,
+		     size_t len)
+{
+	struct zm_zone *z = &race.fs->m.zones[race.other];
+
+	(void)arg;
+	(void)off;
+	(void)len;
+	if (op != ZDEV_OP_RESET || zone != race.zone || race.fired)
+		return 0;
+	race.fired = true;
+	zlock_mutex(&race.fs->alloc_lock, ZLOCK_ALLOC);
+	z->state = ZM_ZONE_DATA;
+	z->flags = ZFS_ZF_HEAD;
+	alloc_settle(race.fs, race.other);
+	zlock_unmutex(&race.fs->alloc_lock);
+	return 0;
+}
+
+/*
+ * A head that found an active slot free, and then no free zone but a dead
+ * one to reset on the spot, let alloc_lock go for the reset: a head that
+ * took the last slot meanwhile left it one zone past the device's limit
+ * ("4 data zones active past a limit of 6", e2e-stress). The slot is
+ * checked again after the reset, and the head waits for one instead.
+ * The state is built in memory: two zones held by heads, the floor's free
+ * zones, one full zone whose data died, the rest out of use.
+ */
+START_TEST(test_slot_after_reset)
+{
+	static const struct zfs_opts o = { .defer_threads = true };
+	struct zemu_params p = {
+		.size = 32 * ZONE,
+		.zone_size = ZONE,
+		.block_size = 4096,
+		.max_open = 6,
+		.max_active = 6,
+	};
+	uint32_t i, floor, held = 0, left;
+	struct alloc_try t = { 0 };
+	char err[256], *buf;
+	uint64_t addr;
+	struct zfs *fs;
+	size_t done;
+	int ret;
+
+	tu_mkfs_image(tu_img, &p);
+	ck_assert_int_eq(zfs_mount(tu_img, &o, &fs, err, sizeof(err)), 0);
+	buf = zdev_buf_alloc(fs->dev, ZONE);
+	ck_assert_ptr_nonnull(buf);
+	memset(buf, 0x5a, ZONE);
+	race.fs = fs;
+	race.zone = race.other = ZF_NO_ZONE;
+	race.fired = false;
+
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
+	ck_assert_uint_eq(fs->nr_active, 0);
+	floor = alloc_floor(fs, ALLOC_SHARED);
+	left = floor;
+	for (i = 0; i < fs->m.nr_zones; i++) {
+		struct zm_zone *z = &fs->m.zones[i];
+
+		if (z->state != ZM_ZONE_FREE || z->type != ZDEV_ZONE_SEQ)
+			continue;
+		if (held < 2) { /* two zones of other heads */
+			z->state = ZM_ZONE_DATA;
+			z->flags = ZFS_ZF_HEAD;
+			alloc_settle(fs, i);
+			held++;
+		} else if (race.zone == ZF_NO_ZONE) {
+			race.zone = i; /* written whole below, then dead */
+		} else if (race.other == ZF_NO_ZONE) {
+			race.other = i;
+			z->state = ZM_ZONE_BAD;
+		} else if (left) {
+			left--;
+		} else {
+			z->state = ZM_ZONE_BAD;
+		}
+	}
+	ck_assert_uint_eq(left, 0);
+	ck_assert_uint_ne(race.other, ZF_NO_ZONE);
+	fs->cap_dirty = true;
+	zlock_unmutex(&fs->alloc_lock);
+
+	/* The dead zone: full on the device, nothing live, freed long ago. */
+	TU_OK(zdev_write(fs->dev, buf, ZONE,
+			 fs->m.zones[race.zone].start));
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
+	{
+		struct zm_zone *z = &fs->m.zones[race.zone];
+
+		z->state = ZM_ZONE_DATA;
+		z->wp = z->start + z->cap;
+		z->free_seq = 0;
+		alloc_settle(fs, race.zone);
+		alloc_maybe_dead(fs, z);
+	}
+	/* One slot left for data: this head's. */
+	ck_assert_uint_eq(fs->nr_active + fs->jrnl_slots + 1 + 1,
+			  fs->max_active);
+	zlock_unmutex(&fs->alloc_lock);
+
+	zdev_set_fault(fs->dev, race_hook, NULL);
+	ret = alloc_head_write(fs, &fs->hot, buf, 4096, &addr, &done, &t);
+	zdev_set_fault(fs->dev, NULL, NULL);
+	ck_assert_msg(race.fired, "the dead zone was not reset on the spot");
+	ck_assert_int_eq(ret, -EAGAIN);
+	ck_assert_int_eq(t.need, ALLOC_NEED_SLOT);
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
+	ck_assert_uint_le(fs->nr_active + fs->jrnl_slots + 1, fs->max_active);
+	ck_assert_int_eq(fs->m.zones[race.zone].state, ZM_ZONE_FREE);
+	zlock_unmutex(&fs->alloc_lock);
+	free(buf);
+	zfs_crash(fs);
+}
+END_TEST
+
 static void add(Suite *s, const char *name, const TTest *t)
 {
 	tu_add_case(s, name, t, tu_img_setup, tu_img_teardown, 60);
@@ -690,6 +820,7 @@ int main(void)
 	add(s, "wear_moves_cold", test_wear_moves_cold);
 	add(s, "wear_rolls_journal", test_wear_rolls_journal);
 	add(s, "one_active_refused", test_one_active_refused);
+	add(s, "slot_after_reset", test_slot_after_reset);
 	printf("check_alloc: admitted data lands however the free space is scattered, within the device's zone limits\n");
 	return tu_run(s);
 }

@@ -112,20 +112,29 @@ static uint64_t chunk_blocks(const struct zfs_chunk *c, uint32_t bs)
  * every write() of a checkpoint. Without memory for them, the writeback
  * takes them all.
  */
+void data_csum_forget(struct zfs *fs, struct zfs_chunk *c, uint32_t s,
+		      uint32_t e)
+{
+	uint32_t b;
+
+	for (b = s / fs->bs; (uint64_t)b * fs->bs < e; b++)
+		c->csum_ok[b / 64] &= ~(1ull << (b % 64));
+}
+
 static void chunk_csum(struct zfs *fs, struct zfs_chunk *c, uint32_t s,
 		       uint32_t e, bool take)
 {
 	const struct zfs_range *r = c->fill;
 	uint32_t bs = fs->bs, b;
 
+	data_csum_forget(fs, c, s, e);
+	if (!take)
+		return;
 	/* The write's bytes are all in one filled range, merged. */
 	while (r->e < e)
 		r++;
 	for (b = s / bs; b * bs < e; b++) {
-		uint64_t bit = 1ull << (b % 64);
-
-		c->csum_ok[b / 64] &= ~bit;
-		if (!take || r->s > b * bs || r->e < (b + 1) * bs)
+		if (r->s > b * bs || r->e < (b + 1) * bs)
 			continue;
 		if (!c->csum) {
 			c->csum = malloc(ZFS_CHUNK / bs * sizeof(*c->csum));
@@ -133,7 +142,7 @@ static void chunk_csum(struct zfs *fs, struct zfs_chunk *c, uint32_t s,
 				return;
 		}
 		c->csum[b] = crc32c(0, c->data + (size_t)b * bs, bs);
-		c->csum_ok[b / 64] |= bit;
+		c->csum_ok[b / 64] |= 1ull << (b % 64);
 	}
 }
 

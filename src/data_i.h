@@ -14,6 +14,12 @@
 
 /* Is @c filled whole (a large file's chunk)? */
 bool data_chunk_full(const struct zfs_chunk *c);
+/*
+ * Bytes [s, e) of @c changed: forget the checksums of the blocks they
+ * touch (zfs_chunk.csum_ok). rt lock exclusive.
+ */
+void data_csum_forget(struct zfs *fs, struct zfs_chunk *c, uint32_t s,
+		      uint32_t e);
 /* Free @c and give its buffer back to the pool. */
 void data_chunk_free(struct zfs *fs, struct zfs_chunk *c);
 /*

@@ -21,16 +21,6 @@
 #define DATA_WB_NICE (-5) /* writeback threads' nice value: see data_wb_main */
 #define DATA_WB_BATCH 4u  /* chunks of one file before another's turn */
 
-/* Bytes [s, e) of @c changed: the checksums of their blocks are stale. */
-static void data_csum_forget(struct zfs *fs, struct zfs_chunk *c, uint32_t s,
-			     uint32_t e)
-{
-	uint32_t b;
-
-	for (b = s / fs->bs; (uint64_t)b * fs->bs < e; b++)
-		c->csum_ok[b / 64] &= ~(1ull << (b % 64));
-}
-
 /*
  * The checksum of block @b of @c as it is now: the one its write took
  * (counted in *@taken), else computed.

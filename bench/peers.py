@@ -273,7 +273,8 @@ class Fs:
                                    "journal_flushes",
                                    "journal_unflushed_commits",
                                    "checksums_at_write",
-                                   "checksums_at_writeback")
+                                   "checksums_at_writeback",
+                                   "space_stall_ns", "gc_bytes_by_writers")
                 if k in st}
 
 
@@ -1007,6 +1008,18 @@ def cmd_report(a):
                                  r["rep"] + 1, r["system"], taken,
                                  c["checksums_at_write"],
                                  c["checksums_at_writeback"]))
+            if c and "space_stall_ns" in c:
+                notes.append("run %d %s mixed: callers that found no room "
+                             "spent %.0f ms making it, %.3f ms per fsync; "
+                             "of reclaim's copies, %.3f per byte written on "
+                             "their path, the rest on the background "
+                             "thread" % (
+                                 r["rep"] + 1, r["system"],
+                                 c["space_stall_ns"] / 1e6,
+                                 c["space_stall_ns"] / max(1, c["fsyncs"])
+                                 / 1e6,
+                                 c["gc_bytes_by_writers"]
+                                 / max(1, c["host_bytes_written"])))
             if d.get("fill_enospc"):
                 notes.append("run %d %s mixed: ENOSPC while filling, at %.1f%%"
                              " of its df: the phase ran from there" % (

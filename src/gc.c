@@ -151,7 +151,7 @@ static int gc_log_move(struct zfs *fs, uint64_t ino, uint64_t old,
  */
 static int gc_move(struct zfs *fs, struct zfs_head *head,
 		   const struct gc_piece *p, char *buf, size_t bufsz,
-		   struct alloc_try *t)
+		   struct alloc_try *t, uint64_t *copied)
 {
 	uint32_t bs = fs->bs;
 	uint64_t pos = p->addr, end = p->addr + p->len;
@@ -175,6 +175,8 @@ static int gc_move(struct zfs *fs, struct zfs_head *head,
 			if (ret)
 				return ret;
 			fs->gc_bytes += wrote;
+			if (copied)
+				*copied += wrote;
 			if (head->kind == ZFS_HEAD_COLD)
 				fs->wear_bytes += wrote;
 			/* The file bytes of this part: [from, to) of the old. */
@@ -206,7 +208,7 @@ static bool gc_wear_budget(struct zfs *fs, uint32_t zone)
 }
 
 int gc_collect(struct zfs *fs, uint32_t want, enum gc_mode mode,
-	       struct alloc_try *t)
+	       struct alloc_try *t, uint64_t *copied)
 {
 	struct zfs_head *head = mode == GC_WEAR ? &fs->cold : &fs->gc;
 	uint32_t freed = 0;
@@ -241,7 +243,8 @@ int gc_collect(struct zfs *fs, uint32_t want, enum gc_mode mode,
 			   zone, mode == GC_WEAR ? "wear leveling" : "reclaim",
 			   n, fs->m.zones[zone].valid);
 		for (i = 0; !ret && i < n; i++)
-			ret = gc_move(fs, head, &pieces[i], buf, bufsz, t);
+			ret = gc_move(fs, head, &pieces[i], buf, bufsz, t,
+				      copied);
 		free(pieces);
 		alloc_gc_done(fs, zone);
 		if (ret == -EAGAIN)
@@ -296,6 +299,6 @@ int gc_wear(struct zfs *fs)
 
 	if (ret)
 		return ret;
-	ret = gc_collect(fs, 1, GC_WEAR, &t);
+	ret = gc_collect(fs, 1, GC_WEAR, &t, NULL);
 	return ret == -EAGAIN ? 0 : ret;
 }

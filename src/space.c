@@ -195,6 +195,7 @@ static int space_commit(struct zfs *fs)
 static int space_do(struct zfs *fs, struct space_state *st,
 		    enum space_act act, struct alloc_try *t)
 {
+	uint64_t t0 = zutil_now_mono_ns(), copied = 0;
 	struct alloc_try gt = { 0 };
 	int ret = 0;
 
@@ -204,7 +205,7 @@ static int space_do(struct zfs *fs, struct space_state *st,
 	case SPACE_SHARE:
 		break;
 	case SPACE_WAIT: {
-		uint64_t t0 = zutil_now_mono_ns();
+		uint64_t w0 = zutil_now_mono_ns();
 
 		if (alloc_wait(fs, t, SPACE_WAIT_MS)) {
 			space_progress(st);
@@ -212,7 +213,7 @@ static int space_do(struct zfs *fs, struct space_state *st,
 		} else {
 			st->idle_waits++;
 		}
-		st->waited_ns += zutil_now_mono_ns() - t0;
+		st->waited_ns += zutil_now_mono_ns() - w0;
 		if (st->waited_ns >= st->report_ns) {
 			char what[320];
 
@@ -242,7 +243,8 @@ static int space_do(struct zfs *fs, struct space_state *st,
 		fs->space_low = true;
 		ret = gc_collect(fs, 1,
 				 act == SPACE_COLLECT ? GC_COST_BENEFIT : GC_GREEDY,
-				 &gt);
+				 &gt, &copied);
+		fs->gc_bytes_by_writers += copied;
 		zlog_debug("space: reclaim: %d", ret);
 		if (ret > 0) {
 			/* The victim is reset once its moves are durable. */
@@ -263,6 +265,7 @@ static int space_do(struct zfs *fs, struct space_state *st,
 	}
 	if (!ret && rec_writable(fs))
 		ret = -EROFS;
+	fs->space_stall_ns += zutil_now_mono_ns() - t0;
 	return ret;
 }
 

@@ -296,6 +296,8 @@ struct zfs {
 	_Atomic uint64_t csum_at_write, csum_at_writeback;
 	/* fsyncs since mount, their time, and of it their data's (ns). */
 	_Atomic uint64_t fsyncs, fsync_ns, fsync_data_ns;
+	/* Callers' time making room, reclaim's copies on it (space_do()). */
+	_Atomic uint64_t space_stall_ns, gc_bytes_by_writers;
 	/* The daemon's FUSE transport (zfs_set_transport()), NULL: none. */
 	_Atomic(const char *) transport;
 
@@ -604,10 +606,11 @@ void alloc_describe(struct zfs *fs, char *buf, size_t len);
  * Move the live data out of victims (by @mode) until @want zones more are
  * free or no victim is left. Returns the zones emptied (they are reset
  * once the moves are durable), 0, -EAGAIN when reclaim's head found no
- * zone now (@t says what it lacks), or an errno. No file system lock held.
+ * zone now (@t says what it lacks), or an errno; the bytes it copied are
+ * added to *@copied (NULL: not counted). No file system lock held.
  */
 int gc_collect(struct zfs *fs, uint32_t want, enum gc_mode mode,
-	       struct alloc_try *t);
+	       struct alloc_try *t, uint64_t *copied);
 /* Should the background thread collect? (free zones under the mark) */
 bool gc_wanted(struct zfs *fs);
 /*

@@ -132,7 +132,7 @@ static void *zfs_bg_main(void *arg)
 			 */
 			fs->space_low = gc_wanted(fs);
 			if (!fs->opts.no_reclaim_thread && fs->space_low &&
-			    gc_collect(fs, 1, GC_COST_BENEFIT, &t) > 0)
+			    gc_collect(fs, 1, GC_COST_BENEFIT, &t, NULL) > 0)
 				jrnl_commit(fs->j, UINT64_MAX);
 		}
 		zlock_mutex(&fs->bg_lock, ZLOCK_BG);

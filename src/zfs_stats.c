@@ -130,6 +130,8 @@ int zfs_get_stats(struct zfs *fs, struct zfs_stats *s)
 	s->fsyncs = atomic_load(&fs->fsyncs);
 	s->fsync_ns = atomic_load(&fs->fsync_ns);
 	s->fsync_data_ns = atomic_load(&fs->fsync_data_ns);
+	s->space_stall_ns = atomic_load(&fs->space_stall_ns);
+	s->gc_bytes_by_writers = atomic_load(&fs->gc_bytes_by_writers);
 	s->journal_commits = js.commits;
 	s->journal_commit_ns = js.commit_ns;
 	s->journal_flush_ns = js.flush_ns;
@@ -213,7 +215,9 @@ int zfs_stats_json(const struct zfs_stats *s, char *buf, size_t size)
 	    zjson_set_u64(o, "journal_flushes", s->journal_flushes) ||
 	    zjson_set_u64(o, "journal_unflushed_commits",
 			  s->journal_unflushed_commits) ||
-	    zjson_set_u64(o, "journal_wait_ns", s->journal_wait_ns))
+	    zjson_set_u64(o, "journal_wait_ns", s->journal_wait_ns) ||
+	    zjson_set_u64(o, "space_stall_ns", s->space_stall_ns) ||
+	    zjson_set_u64(o, "gc_bytes_by_writers", s->gc_bytes_by_writers))
 		goto out_put;
 	if (s->write_amplification < 0 ?
 		    json_object_set_new(o, "write_amplification", json_null()) :

@@ -138,9 +138,9 @@ START_TEST(test_gc_any_gain)
 	TU_OK(zfs_sync(fs));
 	TU_OK(tu_write(fs, "/a", 8192, 4096, 2));
 	TU_OK(zfs_sync(fs));
-	ck_assert_int_eq(gc_collect(fs, 1, GC_COST_BENEFIT, &t), 0);
-	ck_assert_int_eq(gc_collect(fs, 1, GC_GREEDY, &t), 1);
-	ck_assert_int_eq(gc_collect(fs, 1, GC_GREEDY, &t), 0); /* nothing dead left */
+	ck_assert_int_eq(gc_collect(fs, 1, GC_COST_BENEFIT, &t, NULL), 0);
+	ck_assert_int_eq(gc_collect(fs, 1, GC_GREEDY, &t, NULL), 1);
+	ck_assert_int_eq(gc_collect(fs, 1, GC_GREEDY, &t, NULL), 0); /* nothing dead left */
 	TU_OK(zfs_sync(fs));
 	tu_unmount(fs);
 
@@ -331,7 +331,7 @@ START_TEST(test_two_active_zones)
 		TU_OK(tu_unlink(fs, name));
 	}
 	TU_OK(zfs_sync(fs));
-	ck_assert_int_ge(gc_collect(fs, 2, GC_GREEDY, &t), 0);
+	ck_assert_int_ge(gc_collect(fs, 2, GC_GREEDY, &t, NULL), 0);
 	TU_OK(zfs_sync(fs));
 	count_active(fs, &open, &active);
 	ck_assert_uint_le(active, 2);
@@ -470,8 +470,8 @@ START_TEST(test_write_once_no_victim)
 		TU_OK(tu_write(fs, name, 0, 3 * ZONE / 2 + 4096, i + 1));
 		TU_OK(zfs_sync(fs));
 	}
-	ck_assert_int_eq(gc_collect(fs, 4, GC_COST_BENEFIT, &t), 0);
-	ck_assert_int_eq(gc_collect(fs, 4, GC_GREEDY, &t), 0);
+	ck_assert_int_eq(gc_collect(fs, 4, GC_COST_BENEFIT, &t, NULL), 0);
+	ck_assert_int_eq(gc_collect(fs, 4, GC_GREEDY, &t, NULL), 0);
 	ck_assert_uint_eq(fs->gc_bytes, 0);
 	tu_unmount(fs);
 }
@@ -501,8 +501,8 @@ START_TEST(test_head_zone_victim)
 	TU_OK(tu_unlink(fs, "/a"));
 	ck_assert(tu_wait_freed(fs, (uint64_t)ino));
 	TU_OK(zfs_sync(fs));
-	ck_assert_int_eq(gc_collect(fs, 1, GC_COST_BENEFIT, &t), 0);
-	ck_assert_int_eq(gc_collect(fs, 1, GC_GREEDY, &t), 1);
+	ck_assert_int_eq(gc_collect(fs, 1, GC_COST_BENEFIT, &t, NULL), 0);
+	ck_assert_int_eq(gc_collect(fs, 1, GC_GREEDY, &t, NULL), 1);
 	ck_assert_uint_ne(fs->small.zone, zone);
 	TU_OK(zfs_sync(fs));
 	tu_unmount(fs);
@@ -539,12 +539,12 @@ START_TEST(test_gc_budget)
 		fs->m.zones[hidden[i]].state = ZM_ZONE_BAD;
 	zlock_unmutex(&fs->alloc_lock);
 	ck_assert_uint_eq(fs->gc.zone, ZF_NO_ZONE);
-	ck_assert_int_eq(gc_collect(fs, 1, GC_GREEDY, &t), 0);
+	ck_assert_int_eq(gc_collect(fs, 1, GC_GREEDY, &t, NULL), 0);
 	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
 	for (i = 2; i < nh; i++)
 		fs->m.zones[hidden[i]].state = ZM_ZONE_FREE;
 	zlock_unmutex(&fs->alloc_lock);
-	ck_assert_int_eq(gc_collect(fs, 1, GC_GREEDY, &t), 1);
+	ck_assert_int_eq(gc_collect(fs, 1, GC_GREEDY, &t, NULL), 1);
 	TU_OK(zfs_sync(fs));
 	tu_unmount(fs);
 }

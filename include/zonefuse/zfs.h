@@ -467,6 +467,13 @@ struct zfs_stats {
 	uint64_t journal_commits, journal_commit_ns, journal_flush_ns;
 	uint64_t journal_flushes, journal_unflushed_commits;
 	uint64_t journal_wait_ns;
+	/*
+	 * Since mount: the time writes, fsyncs' data and write()'s space
+	 * check spent making room (waiting for a zone or a slot, committing
+	 * to free zones, reclaiming), in ns, and the bytes reclaim copied on
+	 * such a caller's path rather than on the background thread.
+	 */
+	uint64_t space_stall_ns, gc_bytes_by_writers;
 	double write_amplification; /* < 0 while nothing was written */
 	uint64_t resets_total, resets_min, resets_max; /* pool zones not in
 							   the journal now */

@@ -126,7 +126,7 @@ __attribute__((format(printf, 4, 5))) static void
 fsck_say(struct fsck *f, bool count, struct zfs_finding what,
 	 const char *fmt, ...)
 {
-	char line[512];
+	char line[1024]; /* a replay's stop reason (512) and the words around it */
 	va_list ap;
 
 	va_start(ap, fmt);

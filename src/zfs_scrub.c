@@ -256,7 +256,7 @@ void zfs_scrub_meta_say(const struct jrnl_scrub_pass *p,
 			void (*say)(void *arg, const char *line), void *arg)
 {
 	const struct jrnl_replay_info *ri = &p->info;
-	char line[512];
+	char line[sizeof(ri->stop) + 128]; /* the longest says ri->stop whole */
 
 	if (p->read_err) {
 		snprintf(line, sizeof(line),

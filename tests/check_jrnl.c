@@ -2370,6 +2370,12 @@ START_TEST(test_unflushed_commit)
 				ck_assert_msg(strstr(fs->replay.stop,
 						     "above its write pointer"),
 					      "%s", fs->replay.stop);
+				/* Whole: it goes on to say where the log ended. */
+				ck_assert_msg(strstr(fs->replay.stop,
+						     "The log ended: ") &&
+						      strlen(fs->replay.stop) + 1 <
+							      sizeof(fs->replay.stop),
+					      "%s", fs->replay.stop);
 			}
 		}
 		free(d);

@@ -170,7 +170,7 @@ struct jrnl_replay_info {
 				       and its data had not all reached the
 				       device, so its own flush never
 				       returned (stop says which data) */
-	char stop[300];	      /* why replay stopped where it did */
+	char stop[512];	      /* why replay stopped where it did */
 };
 
 /*

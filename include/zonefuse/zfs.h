@@ -158,7 +158,7 @@ struct zfs_fsck_result {
 	uint64_t inodes, dirs, extents;
 	uint64_t log_records;
 	bool clean_tail;
-	char stop[300];	   /* where the log ended and why */
+	char stop[512];	   /* where the log ended and why */
 };
 
 enum zfs_severity {

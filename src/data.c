@@ -101,6 +101,15 @@ static uint64_t chunk_blocks(const struct zfs_chunk *c, uint32_t bs)
 	return total;
 }
 
+void data_csum_forget(struct zfs *fs, struct zfs_chunk *c, uint32_t s,
+		      uint32_t e)
+{
+	uint32_t b;
+
+	for (b = s / fs->bs; (uint64_t)b * fs->bs < e; b++)
+		c->csum_ok[b / 64] &= ~(1ull << (b % 64));
+}
+
 /*
  * The checksums of the blocks that [s, e) of @c, just written, touched:
  * taken now if @take and the block is filled whole (the write has just
@@ -112,15 +121,6 @@ static uint64_t chunk_blocks(const struct zfs_chunk *c, uint32_t bs)
  * every write() of a checkpoint. Without memory for them, the writeback
  * takes them all.
  */
-void data_csum_forget(struct zfs *fs, struct zfs_chunk *c, uint32_t s,
-		      uint32_t e)
-{
-	uint32_t b;
-
-	for (b = s / fs->bs; (uint64_t)b * fs->bs < e; b++)
-		c->csum_ok[b / 64] &= ~(1ull << (b % 64));
-}
-
 static void chunk_csum(struct zfs *fs, struct zfs_chunk *c, uint32_t s,
 		       uint32_t e, bool take)
 {

@@ -53,6 +53,8 @@ struct jrnl {
 			  primary's; the mirror's is at the same offset) */
 	char *iobuf;   /* aligned, JRNL_READ_CHUNK bytes */
 	uint64_t snap_seq, snap_bytes, log_bytes;
+	uint64_t log_rec_bytes; /* the log's records, unpadded: what a roll's
+				   snapshot may have grown by at most */
 	bool need_roll;
 	uint32_t sz_cur;     /* index into sb.super_zone of the live one */
 	uint64_t sz_wpos;    /* next anchor position */
@@ -87,6 +89,11 @@ struct jrnl {
 	 * flushes, and callers' waits for a commit another thread ran.
 	 */
 	_Atomic uint64_t commit_ns, flush_ns, wait_ns;
+	/*
+	 * Rolls, this session: their time, the longest, and the longest
+	 * snapshot callback (the time metadata changes were stopped).
+	 */
+	_Atomic uint64_t roll_ns, roll_max_ns, snap_stop_max_ns;
 	_Atomic uint32_t grow_zones; /* jrnl_grow_zones(): jrnl_set_grow() */
 
 	const struct jrnl_cb *cb;

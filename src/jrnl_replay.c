@@ -1437,6 +1437,7 @@ static int jrnl_replay(struct jrnl *j, const struct zf_anchor *a, bool salvage,
 	j->snap_seq = le64toh(a->snap_seq);
 	j->snap_bytes = info->snap_bytes;
 	j->log_bytes = jrnl_replay_log_room(j, s.good_end);
+	j->log_rec_bytes = info->log_bytes;
 	j->need_roll = !info->clean || j->sz_switches || info->copy_damaged;
 	jrnl_set_grow(j);
 	ret = 0;

@@ -138,6 +138,10 @@ int zfs_get_stats(struct zfs *fs, struct zfs_stats *s)
 	s->journal_flushes = js.flushes;
 	s->journal_unflushed_commits = js.unflushed_commits;
 	s->journal_wait_ns = js.wait_ns;
+	s->journal_rolls = js.rolls;
+	s->journal_roll_ns = js.roll_ns;
+	s->journal_roll_max_ns = js.roll_max_ns;
+	s->journal_snapshot_stop_max_ns = js.snap_stop_max_ns;
 	s->write_amplification =
 		s->host_bytes_written ?
 			(double)s->device_bytes_written /
@@ -216,6 +220,11 @@ int zfs_stats_json(const struct zfs_stats *s, char *buf, size_t size)
 	    zjson_set_u64(o, "journal_unflushed_commits",
 			  s->journal_unflushed_commits) ||
 	    zjson_set_u64(o, "journal_wait_ns", s->journal_wait_ns) ||
+	    zjson_set_u64(o, "journal_rolls", s->journal_rolls) ||
+	    zjson_set_u64(o, "journal_roll_ns", s->journal_roll_ns) ||
+	    zjson_set_u64(o, "journal_roll_max_ns", s->journal_roll_max_ns) ||
+	    zjson_set_u64(o, "journal_snapshot_stop_max_ns",
+			  s->journal_snapshot_stop_max_ns) ||
 	    zjson_set_u64(o, "space_stall_ns", s->space_stall_ns) ||
 	    zjson_set_u64(o, "gc_bytes_by_writers", s->gc_bytes_by_writers))
 		goto out_put;

@@ -2392,6 +2392,50 @@ START_TEST(test_unflushed_commit)
 END_TEST
 
 /*
+ * The stats count each roll, its time and the time its snapshot kept
+ * metadata changes stopped, which is part of the roll's; the JSON carries
+ * them.
+ */
+START_TEST(test_roll_counted)
+{
+	struct zfs_stats st0, st;
+	struct jrnl_stats js;
+	char buf[8192], want[64];
+	struct zfs *fs;
+
+	mkfs2(32);
+	fs = tu_mount(tu_img, false);
+	TU_OK(tu_write(fs, "/f", 0, 3 * TU_MIB / 2, 1));
+	TU_OK(zfs_sync(fs));
+	TU_OK(zfs_get_stats(fs, &st0));
+	TU_OK(jrnl_roll(fs->j));
+	TU_OK(zfs_get_stats(fs, &st));
+	ck_assert_uint_eq(st.journal_rolls, st0.journal_rolls + 1);
+	ck_assert_uint_gt(st.journal_roll_ns, st0.journal_roll_ns);
+	ck_assert_uint_gt(st.journal_snapshot_stop_max_ns, 0);
+	ck_assert_uint_ge(st.journal_roll_max_ns,
+			  st.journal_snapshot_stop_max_ns);
+	ck_assert_uint_ge(st.journal_roll_max_ns,
+			  st.journal_roll_ns - st0.journal_roll_ns);
+	ck_assert_uint_ge(st.journal_roll_ns, st.journal_roll_max_ns);
+	/* The snapshot holds the file's checksums: blocks of them. */
+	jrnl_get_stats(fs->j, &js);
+	ck_assert_uint_gt(js.snap_bytes, 3 * TU_MIB / 2 / 4096 * 4);
+	ck_assert_int_gt(zfs_stats_json(&st, buf, sizeof(buf)), 0);
+	snprintf(want, sizeof(want), "\"journal_rolls\": %llu",
+		 (unsigned long long)st.journal_rolls);
+	ck_assert_msg(strstr(buf, want), "%s", buf);
+	snprintf(want, sizeof(want), "\"journal_roll_max_ns\": %llu",
+		 (unsigned long long)st.journal_roll_max_ns);
+	ck_assert_msg(strstr(buf, want), "%s", buf);
+	ck_assert_msg(strstr(buf, "\"journal_snapshot_stop_max_ns\": "), "%s",
+		      buf);
+	tu_unmount(fs);
+	fsck_ok(tu_img);
+}
+END_TEST
+
+/*
  * A commit holding a zone reset keeps the flush before its records: the
  * record names no data a write pointer could vouch for. No background
  * thread: it could reset the dead zone first (the test failed so under
@@ -2474,6 +2518,7 @@ static Suite *jrnl_suite(void)
 	add(s, "unflushed_commit", test_unflushed_commit, 120);
 	add(s, "reset_commit_flushes_first", test_reset_commit_flushes_first,
 	    60);
+	add(s, "roll_counted", test_roll_counted, 60);
 	return s;
 }
 

@@ -268,6 +268,11 @@ struct jrnl_stats {
 	 * commits, and jrnl_commit() callers waiting for another's commit.
 	 */
 	uint64_t commit_ns, flush_ns, wait_ns;
+	/*
+	 * Nanoseconds, this session: in rolls, the longest roll, and the
+	 * longest time a roll's snapshot kept metadata changes stopped.
+	 */
+	uint64_t roll_ns, roll_max_ns, snap_stop_max_ns;
 	uint32_t chain_zones;
 	uint32_t chain_gen;
 	uint64_t anchor_seq, snap_seq;

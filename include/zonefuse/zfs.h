@@ -468,6 +468,14 @@ struct zfs_stats {
 	uint64_t journal_flushes, journal_unflushed_commits;
 	uint64_t journal_wait_ns;
 	/*
+	 * The journal's rolls since mount: how many, their time, the longest,
+	 * and the longest a roll's snapshot kept metadata changes stopped
+	 * (ns). A roll is part of the commit that found the log past its
+	 * snapshot, so its time is also in journal_commit_ns.
+	 */
+	uint64_t journal_rolls, journal_roll_ns, journal_roll_max_ns;
+	uint64_t journal_snapshot_stop_max_ns;
+	/*
 	 * Since mount: the time writes, fsyncs' data and write()'s space
 	 * check spent making room (waiting for a zone or a slot, committing
 	 * to free zones, reclaiming), in ns, and the bytes reclaim copied on

@@ -142,6 +142,7 @@ int zfs_get_stats(struct zfs *fs, struct zfs_stats *s)
 	s->journal_roll_ns = js.roll_ns;
 	s->journal_roll_max_ns = js.roll_max_ns;
 	s->journal_snapshot_stop_max_ns = js.snap_stop_max_ns;
+	s->journal_snapshot_bytes = js.snap_bytes;
 	s->write_amplification =
 		s->host_bytes_written ?
 			(double)s->device_bytes_written /
@@ -225,6 +226,8 @@ int zfs_stats_json(const struct zfs_stats *s, char *buf, size_t size)
 	    zjson_set_u64(o, "journal_roll_max_ns", s->journal_roll_max_ns) ||
 	    zjson_set_u64(o, "journal_snapshot_stop_max_ns",
 			  s->journal_snapshot_stop_max_ns) ||
+	    zjson_set_u64(o, "journal_snapshot_bytes",
+			  s->journal_snapshot_bytes) ||
 	    zjson_set_u64(o, "space_stall_ns", s->space_stall_ns) ||
 	    zjson_set_u64(o, "gc_bytes_by_writers", s->gc_bytes_by_writers))
 		goto out_put;

@@ -2430,6 +2430,9 @@ START_TEST(test_roll_counted)
 	ck_assert_msg(strstr(buf, want), "%s", buf);
 	ck_assert_msg(strstr(buf, "\"journal_snapshot_stop_max_ns\": "), "%s",
 		      buf);
+	snprintf(want, sizeof(want), "\"journal_snapshot_bytes\": %llu",
+		 (unsigned long long)js.snap_bytes);
+	ck_assert_msg(strstr(buf, want), "%s", buf);
 	tu_unmount(fs);
 	fsck_ok(tu_img);
 }

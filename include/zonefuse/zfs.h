@@ -475,6 +475,7 @@ struct zfs_stats {
 	 */
 	uint64_t journal_rolls, journal_roll_ns, journal_roll_max_ns;
 	uint64_t journal_snapshot_stop_max_ns;
+	uint64_t journal_snapshot_bytes; /* the live chain's snapshot */
 	/*
 	 * Since mount: the time writes, fsyncs' data and write()'s space
 	 * check spent making room (waiting for a zone or a slot, committing

@@ -82,6 +82,13 @@
  */
 #define XP_HEADROOM 4096u
 #define XP_STOP_TAG 1u /* user_data of the stop poll; entries are pointers */
+#define XP_WAKE_TAG 2u /* user_data of the poll of a queue's wake_fd */
+/*
+ * Threads that serve the requests that wait for the device (xp_is_sync()):
+ * one per entry of every queue, as each entry holds at most one, up to
+ * this many.
+ */
+#define XP_SYNC_MAX 16u
 #define XP_MIN_PAYLOAD 8192u /* the kernel's FUSE_MIN_READ_BUFFER */
 #define XP_DEFAULT_MAX_PAGES 32u /* the kernel's, without FUSE_MAX_PAGES */
 
@@ -98,7 +105,16 @@ struct xp_ent {
 	struct iovec iov[2];
 	uint64_t unique;     /* of the request being served */
 	uint32_t last_cmd;   /* to resubmit on EAGAIN/EINTR */
-	bool replied;
+	/*
+	 * A request that waits for the device (xp_is_sync()), handed to a
+	 * zf-sync thread with its buffer (fb) by the queue's thread: from
+	 * then until the queue's thread takes it off the done list, the
+	 * entry is that thread's alone, and its reply is committed by the
+	 * queue's thread (xp_send()).
+	 */
+	bool sync;
+	struct fuse_buf fb;
+	struct xp_ent *next; /* on the sync list or its queue's done list */
 };
 
 /* A ring and its entries: touched only by its own thread once started. */
@@ -111,6 +127,14 @@ struct xp_queue {
 	struct xp_ent ent[XP_DEPTH];
 	/* Replies and their payload bytes: its thread adds, zf-sched reads. */
 	_Atomic uint64_t replies, reply_bytes;
+	/*
+	 * Entries whose reply a zf-sync thread wrote, for the queue's thread
+	 * to commit (only it touches the ring): the thread pushes one and
+	 * writes wake_fd, which the ring polls.
+	 */
+	int wake_fd;
+	pthread_mutex_t done_lock; /* protects done; taken alone */
+	struct xp_ent *done;
 	bool idle;   /* SCHED_IDLE now: zf-sched's alone */
 	bool spread; /* unpinned now (xp_pin()): zf-sched's alone */
 };
@@ -153,6 +177,18 @@ struct xp {
 	 */
 	pthread_t idle_thread;
 	bool idle_up;
+
+	/*
+	 * The zf-sync threads (xp_sync_run()), created and joined with the
+	 * queues, and the requests they wait for, oldest first.
+	 */
+	pthread_t sync_thread[XP_SYNC_MAX];
+	unsigned int nr_sync;
+	pthread_mutex_t sync_lock; /* protects sync_head, sync_tail,
+				      sync_stop; taken alone */
+	pthread_cond_t sync_cv;
+	struct xp_ent *sync_head, *sync_tail;
+	bool sync_stop;
 };
 
 /* The ring entry whose request this thread serves (NULL: none). */
@@ -265,6 +301,66 @@ static void xp_queue_cmd(struct xp_ent *e, uint32_t cmd)
 	e->last_cmd = cmd;
 }
 
+/*
+ * Send @e's reply, which is in its buffers: commit it and fetch the next
+ * request, or, from a zf-sync thread, leave that to the queue's thread.
+ */
+static void xp_send(struct xp_ent *e)
+{
+	struct xp_queue *q = e->q;
+	uint64_t one = 1;
+
+	if (!e->sync) {
+		xp_queue_cmd(e, FUSE_IO_URING_CMD_COMMIT_AND_FETCH);
+		return;
+	}
+	pthread_mutex_lock(&q->done_lock);
+	e->next = q->done;
+	q->done = e;
+	pthread_mutex_unlock(&q->done_lock);
+	if (write(q->wake_fd, &one, sizeof(one)) < 0)
+		zlog_err("transport: cannot wake io_uring queue %u for a reply: %s",
+			 q->qid, strerror(errno));
+}
+
+/* The queue's thread: commit the replies zf-sync threads left. */
+static void xp_send_done(struct xp_queue *q)
+{
+	struct xp_ent *e, *next;
+	uint64_t n;
+
+	if (read(q->wake_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		zlog_err("transport: io_uring queue %u: reading its wake fd: %s",
+			 q->qid, strerror(errno));
+	pthread_mutex_lock(&q->done_lock);
+	e = q->done;
+	q->done = NULL;
+	pthread_mutex_unlock(&q->done_lock);
+	for (; e; e = next) {
+		next = e->next;
+		e->sync = false;
+		xp_queue_cmd(e, FUSE_IO_URING_CMD_COMMIT_AND_FETCH);
+	}
+}
+
+/* Poll @q's wake_fd: a completion when a zf-sync thread left a reply. */
+static void xp_arm_wake(struct xp_queue *q)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
+
+	if (!sqe) {
+		io_uring_submit(&q->ring);
+		sqe = io_uring_get_sqe(&q->ring);
+		if (!sqe) {
+			zlog_err("internal error: transport queue %u has no SQE free",
+				 q->qid);
+			abort();
+		}
+	}
+	io_uring_prep_poll_add(sqe, q->wake_fd, POLLIN);
+	sqe->user_data = XP_WAKE_TAG;
+}
+
 /* The reply of @e's request, from the writev hook: copy and commit. */
 static ssize_t xp_commit(struct xp_ent *e, const struct iovec *iov, int count)
 {
@@ -293,9 +389,8 @@ static ssize_t xp_commit(struct xp_ent *e, const struct iovec *iov, int count)
 	atomic_fetch_add_explicit(&e->q->replies, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&e->q->reply_bytes, len,
 				  memory_order_relaxed);
-	e->replied = true;
 	xp_cur = NULL;
-	xp_queue_cmd(e, FUSE_IO_URING_CMD_COMMIT_AND_FETCH);
+	xp_send(e);
 	return (ssize_t)total;
 }
 
@@ -306,6 +401,52 @@ void *xp_reply_buf(size_t size)
 	struct xp_ent *e = xp_cur;
 
 	return e && size <= e->q->xp->payload ? e->buf + XP_HEADROOM : NULL;
+}
+
+/*
+ * Requests that wait for the device: an fsync writes its file's data and
+ * commits, a syncfs everything. On the queue's thread they would hold
+ * every request from that CPU behind them: a dataloader's reads behind a
+ * checkpoint's fsync (docs/design.md, "Transport"). They go to zf-sync
+ * threads. Everything else is answered from memory or waits only briefly.
+ * The queue's thread may put the next request into the entry as soon as
+ * the reply is handed back, so an opcode served there must not touch its
+ * request after replying: these read their arguments before they start.
+ */
+static bool xp_is_sync(uint32_t opcode)
+{
+	return opcode == FUSE_FSYNC || opcode == FUSE_FSYNCDIR ||
+	       opcode == FUSE_SYNCFS;
+}
+
+/*
+ * Hand @e's request (in e->fb) to the operations, and see it answered.
+ * Once answered, the entry is not this thread's any more (a zf-sync
+ * thread's reply goes to the queue's thread, which may have the next
+ * request in it already): xp_commit() clearing xp_cur says it was.
+ */
+static void xp_dispatch(struct xp_ent *e)
+{
+	struct xp *xp = e->q->xp;
+	struct fuse_in_header in;
+
+	memcpy(&in, e->fb.mem, sizeof(in));
+	xp_cur = e;
+	if (!xp_intercept(xp, &in))
+		fuse_session_process_buf(xp->se, &e->fb);
+	if (xp_cur == e) {
+		/*
+		 * fuse_ll.c replies before it returns; a request left without
+		 * one would hold this entry (and the caller) for good.
+		 */
+		struct fuse_out_header out = { .unique = e->unique,
+					       .error = -EIO };
+		struct iovec iov = { &out, sizeof(out) };
+
+		zlog_err("transport: opcode %u was not answered on its thread: replying EIO",
+			 in.opcode);
+		xp_commit(e, &iov, 1);
+	}
 }
 
 /*
@@ -323,12 +464,11 @@ static void xp_serve(struct xp_ent *e)
 	struct xp *xp = e->q->xp;
 	struct fuse_in_header in;
 	size_t pay = e->hdr->ring_ent_in_out.payload_sz, op;
-	struct fuse_buf fb = { 0 };
 	char *start;
 
 	memcpy(&in, e->hdr->in_out, sizeof(in));
 	e->unique = e->hdr->ring_ent_in_out.commit_id;
-	e->replied = false;
+	e->sync = false;
 	op = in.len - sizeof(in) - pay;
 	if (in.len < sizeof(in) + pay || op > FUSE_URING_OP_IN_OUT_SZ ||
 	    pay > xp->payload) {
@@ -344,25 +484,21 @@ static void xp_serve(struct xp_ent *e)
 	start = e->buf + XP_HEADROOM - op - sizeof(in);
 	memcpy(start, &in, sizeof(in));
 	memcpy(start + sizeof(in), e->hdr->op_in, op);
-	fb.mem = start;
-	fb.size = in.len;
-
-	xp_cur = e;
-	if (!xp_intercept(xp, &in))
-		fuse_session_process_buf(xp->se, &fb);
-	if (!e->replied) {
-		/*
-		 * fuse_ll.c replies before it returns; a request left without
-		 * one would hold this entry (and the caller) for good.
-		 */
-		struct fuse_out_header out = { .unique = e->unique,
-					       .error = -EIO };
-		struct iovec iov = { &out, sizeof(out) };
-
-		zlog_err("transport: opcode %u was not answered on its thread: replying EIO",
-			 in.opcode);
-		xp_commit(e, &iov, 1);
+	e->fb = (struct fuse_buf){ .mem = start, .size = in.len };
+	e->sync = xp->nr_sync && xp_is_sync(in.opcode);
+	if (e->sync) {
+		pthread_mutex_lock(&xp->sync_lock);
+		e->next = NULL;
+		if (xp->sync_tail)
+			xp->sync_tail->next = e;
+		else
+			xp->sync_head = e;
+		xp->sync_tail = e;
+		pthread_cond_signal(&xp->sync_cv);
+		pthread_mutex_unlock(&xp->sync_lock);
+		return;
 	}
+	xp_dispatch(e);
 }
 
 /* Wait for the go from xp_init_reply(): true to register, false to quit. */
@@ -583,6 +719,34 @@ out:
 	return NULL;
 }
 
+/*
+ * A zf-sync thread: serve the requests the queues' threads hand over
+ * (xp_serve()), oldest first, until told to stop; a request still on the
+ * list then is not served: its connection is going.
+ */
+static void *xp_sync_run(void *arg)
+{
+	struct xp *xp = arg;
+	struct xp_ent *e;
+
+	pthread_setname_np(pthread_self(), "zf-sync");
+	for (;;) {
+		pthread_mutex_lock(&xp->sync_lock);
+		while (!xp->sync_head && !xp->sync_stop)
+			pthread_cond_wait(&xp->sync_cv, &xp->sync_lock);
+		if (xp->sync_stop) {
+			pthread_mutex_unlock(&xp->sync_lock);
+			return NULL;
+		}
+		e = xp->sync_head;
+		xp->sync_head = e->next;
+		if (!xp->sync_head)
+			xp->sync_tail = NULL;
+		pthread_mutex_unlock(&xp->sync_lock);
+		xp_dispatch(e);
+	}
+}
+
 static void *xp_queue_run(void *arg)
 {
 	struct xp_queue *q = arg;
@@ -608,6 +772,7 @@ static void *xp_queue_run(void *arg)
 	sqe = io_uring_get_sqe(&q->ring);
 	io_uring_prep_poll_add(sqe, xp->stop_fd, POLLIN);
 	sqe->user_data = XP_STOP_TAG;
+	xp_arm_wake(q);
 
 	while (!stop && !fuse_session_exited(xp->se)) {
 		ret = io_uring_submit_and_wait(&q->ring, 1);
@@ -623,6 +788,16 @@ static void *xp_queue_run(void *arg)
 			seen++;
 			if (cqe->user_data == XP_STOP_TAG) {
 				stop = true;
+				continue;
+			}
+			if (cqe->user_data == XP_WAKE_TAG) {
+				if (stop)
+					continue;
+				if (cqe->res < 0)
+					zlog_err("transport: io_uring queue %u: polling its wake fd: %s",
+						 q->qid, strerror(-cqe->res));
+				xp_send_done(q);
+				xp_arm_wake(q);
 				continue;
 			}
 			e = (struct xp_ent *)(uintptr_t)cqe->user_data;
@@ -666,6 +841,9 @@ static void xp_queues_free(struct xp *xp)
 
 		if (q->ring_up)
 			io_uring_queue_exit(&q->ring);
+		if (q->wake_fd >= 0)
+			close(q->wake_fd);
+		pthread_mutex_destroy(&q->done_lock);
 		for (j = 0; j < XP_DEPTH; j++) {
 			free(q->ent[j].hdr);
 			free(q->ent[j].buf);
@@ -698,6 +876,15 @@ static void xp_queues_stop(struct xp *xp, int why)
 			pthread_join(xp->q[i].thread, NULL);
 		xp->q[i].thread_up = false;
 	}
+	/* After the queues: no entry is handed over any more. */
+	pthread_mutex_lock(&xp->sync_lock);
+	xp->sync_stop = true;
+	pthread_cond_broadcast(&xp->sync_cv);
+	pthread_mutex_unlock(&xp->sync_lock);
+	for (i = 0; i < xp->nr_sync; i++)
+		pthread_join(xp->sync_thread[i], NULL);
+	xp->nr_sync = 0;
+	xp->sync_head = xp->sync_tail = NULL;
 }
 
 /*
@@ -718,12 +905,22 @@ static int xp_queues_setup(struct xp *xp, size_t payload)
 	xp->nr_q = nr;
 	xp->payload = payload;
 	for (i = 0; i < nr; i++) {
+		xp->q[i].wake_fd = -1;
+		pthread_mutex_init(&xp->q[i].done_lock, NULL);
+	}
+	for (i = 0; i < nr; i++) {
 		struct xp_queue *q = &xp->q[i];
 		struct io_uring_params p = { .flags = IORING_SETUP_SQE128 };
 
 		q->xp = xp;
 		q->qid = i;
-		ret = io_uring_queue_init_params(XP_DEPTH + 1, &q->ring, &p);
+		q->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (q->wake_fd < 0) {
+			ret = -errno;
+			goto out_free;
+		}
+		/* An SQE per entry, the stop poll, the wake poll. */
+		ret = io_uring_queue_init_params(XP_DEPTH + 2, &q->ring, &p);
 		if (ret)
 			goto out_free;
 		q->ring_up = true;
@@ -747,6 +944,14 @@ static int xp_queues_setup(struct xp *xp, size_t payload)
 			e->iov[1].iov_base = e->buf + XP_HEADROOM;
 			e->iov[1].iov_len = payload;
 		}
+	}
+	xp->sync_stop = false;
+	while (xp->nr_sync < ZF_MIN(nr * XP_DEPTH, XP_SYNC_MAX)) {
+		ret = -pthread_create(&xp->sync_thread[xp->nr_sync], NULL,
+				      xp_sync_run, xp);
+		if (ret)
+			goto out_stop;
+		xp->nr_sync++;
 	}
 	for (i = 0; i < nr; i++) {
 		ret = -pthread_create(&xp->q[i].thread, NULL, xp_queue_run,
@@ -1004,6 +1209,8 @@ int xp_create(struct fuse_session *se, struct zfs *fs, enum xp_choice c,
 	xp->fd = -1;
 	pthread_mutex_init(&xp->go_lock, NULL);
 	pthread_cond_init(&xp->go_cv, NULL);
+	pthread_mutex_init(&xp->sync_lock, NULL);
+	pthread_cond_init(&xp->sync_cv, NULL);
 	xp_set_name(xp, "dev");
 	*out = xp;
 	return 0;
@@ -1047,6 +1254,8 @@ void xp_destroy(struct xp *xp)
 	xp_queues_stop(xp, -1);
 	xp_queues_free(xp);
 	close(xp->stop_fd);
+	pthread_cond_destroy(&xp->sync_cv);
+	pthread_mutex_destroy(&xp->sync_lock);
 	pthread_cond_destroy(&xp->go_cv);
 	pthread_mutex_destroy(&xp->go_lock);
 	free(xp);

@@ -8,11 +8,13 @@ requests in flight on it leaves no process hung (the mount says
 ENOTCONN) and a clean device. Then: transport=uring is refused with
 the fix when the kernel has io_uring off; on a fuseblk mount (-o blkdev),
 sync(1) makes what was written durable (SYNCFS) and umount waits for it
-(DESTROY). The other end-to-end suites run on both transports through
+(DESTROY); an fsync waiting on a frozen device holds no other request
+from its CPU. The other end-to-end suites run on both transports through
 meson (e2e-*-uring: tests/e2e/uring.sh).
 """
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -447,6 +449,79 @@ def test_umount_durable():
         m.umount()
 
 
+def test_sync_beside():
+    """An fsync the device holds does not hold other requests from the
+    same CPU: on io_uring, where each CPU's requests go to one queue, it is
+    served off the queue's thread (src/xport.c, xp_is_sync()). The device
+    is held for real: the emulator's image sits on an ext4 file system on
+    a loop device, frozen (fsfreeze) while the fsync writes."""
+    for tool in ("mkfs.ext4", "losetup", "fsfreeze"):
+        if not shutil.which(tool):
+            E.log(f"sync beside not checked: no {tool}")
+            return
+    if not blkdev_possible():
+        E.log("sync beside not checked: no /dev/loop-control")
+        return
+    cpu = min(os.sched_getaffinity(0))
+    for t in transports():
+        ext = os.path.join(E.WORK, f"frz-{t}")
+        os.makedirs(ext)
+        with open(ext + ".ext4", "wb") as f:
+            f.truncate(512 << 20)
+        subprocess.run(["mkfs.ext4", "-q", "-F", ext + ".ext4"], check=True)
+        subprocess.run(["mount", "-o", "loop", ext + ".ext4", ext], check=True)
+        img = os.path.join(ext, "z.img")
+        E.zf("emu", "create", img, "--size", "256M", "--zone-size", "4M")
+        E.zf("mkfs", img)
+        m = E.Mount(img, f"frzm-{t}", opts=f"transport={t}")
+        want = os.urandom(1 << 20)
+        done = {}
+        frozen = False
+        try:
+            fd = os.open(m.path("f"), os.O_WRONLY | os.O_CREAT, 0o644)
+            subprocess.run(["fsfreeze", "-f", ext], check=True)
+            frozen = True
+            os.write(fd, want)  # staged in the daemon: not on the device
+
+            def on_cpu(name, fn):
+                def run():
+                    os.sched_setaffinity(0, {cpu})
+                    try:
+                        fn()
+                        done[name] = "ok"
+                    except OSError as ex:
+                        done[name] = ex.strerror
+                th = threading.Thread(target=run)
+                th.start()
+                return th
+            ts = on_cpu("fsync", lambda: os.fsync(fd))
+            time.sleep(0.5)
+            assert "fsync" not in done, \
+                f"{t}: the fsync returned ({done}) with the device frozen"
+            td = on_cpu("mkdir", lambda: os.mkdir(m.path("d")))
+            td.join(30)
+            assert done.get("mkdir") == "ok", \
+                f"{t}: a mkdir on CPU {cpu} waited 30 s behind an fsync the device held ({done})"
+            assert "fsync" not in done, f"{t}: the fsync returned frozen ({done})"
+            subprocess.run(["fsfreeze", "-u", ext], check=True)
+            frozen = False
+            ts.join(60)
+            assert done.get("fsync") == "ok", f"{t}: after the thaw: {done}"
+            os.close(fd)
+        finally:
+            if frozen:
+                subprocess.run(["fsfreeze", "-u", ext])
+        E.log(f"{t}: mkdir answered while an fsync waited on a frozen device")
+        m.umount()
+        m = E.Mount(img, f"frzm-{t}")
+        with open(m.path("f"), "rb") as f:
+            assert f.read() == want, f"{t}: the file fsynced under the freeze differs"
+        assert os.path.isdir(m.path("d"))
+        m.umount()
+        E.fsck(img)
+        subprocess.run(["umount", ext], check=True)
+
+
 if __name__ == "__main__":
     E.begin(__doc__.strip().splitlines()[0])
     E.run_tests([
@@ -460,4 +535,5 @@ if __name__ == "__main__":
         ("queue_policy", test_queue_policy),
         ("syncfs", test_syncfs),
         ("umount_durable", test_umount_durable),
+        ("sync_beside", test_sync_beside),
     ])

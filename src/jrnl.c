@@ -735,9 +735,14 @@ int jrnl_do_roll(struct jrnl *j)
 	 * The last snapshot and what was logged since: a record adds at most
 	 * its own bytes to the state (a checkpoint's EXTENT records, their
 	 * checksums), a tiny fsync's a few hundred to its 4 KiB of log room.
-	 * A snapshot that outgrows it anyway is realloc()ed.
+	 * Up to half the snapshot more: the log may be twice the snapshot
+	 * when it rolls, and a log of creates and unlinks adds nothing, so
+	 * all of it could make a roll touch three times the memory it needs.
+	 * A snapshot that outgrows the room is realloc()ed.
 	 */
-	ret = jrnl_snap_prepare(&s, j->snap_bytes + j->log_rec_bytes +
+	ret = jrnl_snap_prepare(&s, j->snap_bytes +
+					    ZF_MIN(j->log_rec_bytes,
+						   j->snap_bytes / 2) +
 					    ZF_REC_MAX);
 	if (ret)
 		goto out_free;

@@ -323,6 +323,17 @@ static bool ace_mapped(const struct ace_sino *si, uint64_t off)
 	return false;
 }
 
+/* Say why into @why: a reason longer than the buffer is cut, not lost. */
+__attribute__((format(printf, 3, 4))) static void
+ace_why(char *why, size_t whylen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, whylen, fmt, ap);
+	va_end(ap);
+}
+
 /*
  * Does the state's namespace equal version @ns? Fills @map (id -> inode).
  * On a mismatch, says the first difference in @why.
@@ -341,32 +352,33 @@ static bool ace_ns_match(const struct ace_model *m, const struct ace_ns *ns,
 		const struct ace_id *id;
 
 		if (c < 0) {
-			snprintf(why, whylen, "'%s' is missing",
-				 ns->ents[a].path);
+			ace_why(why, whylen, "'%s' is missing",
+				ns->ents[a].path);
 			return false;
 		}
 		if (c > 0) {
-			snprintf(why, whylen, "'%s' (%s) should not exist",
-				 st->f[b].path, ace_type_name(st->f[b].mode));
+			ace_why(why, whylen, "'%s' (%s) should not exist",
+				st->f[b].path, ace_type_name(st->f[b].mode));
 			return false;
 		}
 		id = &m->ids[ns->ents[a].id];
 		if ((st->f[b].mode & S_IFMT) != id->type) {
-			snprintf(why, whylen, "'%s' is a %s, not a %s",
-				 st->f[b].path, ace_type_name(st->f[b].mode),
-				 ace_type_name(id->type));
+			ace_why(why, whylen, "'%s' is a %s, not a %s",
+				st->f[b].path, ace_type_name(st->f[b].mode),
+				ace_type_name(id->type));
 			return false;
 		}
 		if (id->type == S_IFLNK && strcmp(id->target, st->f[b].target)) {
-			snprintf(why, whylen, "symlink '%s' points to '%s', not '%s'",
-				 st->f[b].path, st->f[b].target, id->target);
+			ace_why(why, whylen,
+				"symlink '%s' points to '%s', not '%s'",
+				st->f[b].path, st->f[b].target, id->target);
 			return false;
 		}
 		if (map[ns->ents[a].id] && map[ns->ents[a].id] != st->f[b].ino) {
-			snprintf(why, whylen,
-				 "'%s' should be a hard link of inode %" PRIu64
-				 ", it is inode %" PRIu64,
-				 st->f[b].path, map[ns->ents[a].id], st->f[b].ino);
+			ace_why(why, whylen,
+				"'%s' should be a hard link of inode %" PRIu64
+				", it is inode %" PRIu64,
+				st->f[b].path, map[ns->ents[a].id], st->f[b].ino);
 			return false;
 		}
 		map[ns->ents[a].id] = st->f[b].ino;
@@ -377,9 +389,9 @@ static bool ace_ns_match(const struct ace_model *m, const struct ace_ns *ns,
 	for (i = 1; i < m->nids; i++)
 		for (j = i + 1; map[i] && j < m->nids; j++)
 			if (map[i] == map[j]) {
-				snprintf(why, whylen,
-					 "two different files are one inode %" PRIu64,
-					 map[i]);
+				ace_why(why, whylen,
+					"two different files are one inode %" PRIu64,
+					map[i]);
 				return false;
 			}
 	/* Xattrs, per file. */
@@ -406,16 +418,16 @@ static bool ace_ns_match(const struct ace_model *m, const struct ace_ns *ns,
 				ace_pattern(val, x->len, 0, x->tag);
 			if (!y || y->len != x->len ||
 			    memcmp(y->val, val, x->len)) {
-				snprintf(why, whylen, "xattr %s of inode %" PRIu64
-					 " is %s", x->name, map[i],
-					 y ? "not the value set" : "missing");
+				ace_why(why, whylen, "xattr %s of inode %" PRIu64
+					" is %s", x->name, map[i],
+					y ? "not the value set" : "missing");
 				return false;
 			}
 		}
 		if (si && si->nxa != want) {
-			snprintf(why, whylen,
-				 "inode %" PRIu64 " has %u xattrs, expected %u",
-				 map[i], si->nxa, want);
+			ace_why(why, whylen,
+				"inode %" PRIu64 " has %u xattrs, expected %u",
+				map[i], si->nxa, want);
 			return false;
 		}
 	}

@@ -533,6 +533,22 @@ struct ace_cfg {
 	uint32_t triples;
 };
 
+/*
+ * A path under the work directory into @dst (PATH_MAX): -ENAMETOOLONG
+ * rather than a cut path, which would name another file.
+ */
+__attribute__((format(printf, 3, 4))) static int
+ace_path(char *dst, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(dst, len, fmt, ap);
+	va_end(ap);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
 struct ace_setup_img {
 	const char *name;
 	bool reclaim;
@@ -607,7 +623,12 @@ static int ace_make_setup(const struct ace_setup *s, const char *dir,
 
 	si->name = s->name;
 	si->reclaim = s->reclaim;
-	snprintf(si->img, sizeof(si->img), "%s/setup-%s.img", dir, s->name);
+	ret = ace_path(si->img, sizeof(si->img), "%s/setup-%s.img", dir,
+		       s->name);
+	if (ret) {
+		snprintf(err, sizeof(err), "the work directory's path is too long");
+		goto out_err;
+	}
 	ret = ace_make_image(si->img, ACE_ZONES, ACE_ZONE_SIZE, err,
 			     sizeof(err));
 	if (ret)
@@ -1141,7 +1162,8 @@ static int ace_damage(const char *img, bool zero, char *err, size_t errlen)
 	}
 	fd = open(img, O_RDWR);
 	if (fd < 0 || pread(fd, &data_off, 8, 72) != 8) {
-		snprintf(err, errlen, "%s: %s", img, strerror(errno));
+		/* The image's name, cut to leave the reason room. */
+		snprintf(err, errlen, "%.256s: %s", img, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return -EIO;
@@ -1164,7 +1186,10 @@ static int ace_selftest(const struct ace_cfg *cfg)
 	char img[PATH_MAX], err[512];
 	uint32_t i, caught = 0, n = ZF_ARRAY_SIZE(ace_selfcases);
 
-	snprintf(img, sizeof(img), "%s/self.img", cfg->work);
+	if (ace_path(img, sizeof(img), "%s/self.img", cfg->work)) {
+		printf("crash_ace: selftest: the work directory's path is too long\n");
+		return (int)n;
+	}
 	for (i = 0; i < n; i++) {
 		const struct ace_selfcase *sc = &ace_selfcases[i];
 		struct ace_wl w = { .setup = "ace", .ops = (char *)sc->ops };
@@ -1285,7 +1310,9 @@ static int ace_run_all(struct ace_cfg *cfg, const struct ace_wls *ws,
 			struct ace_cfg my = *cfg;
 
 			close(fds[j][0]);
-			snprintf(dir, sizeof(dir), "%s/job%u", cfg->work, j);
+			if (ace_path(dir, sizeof(dir), "%s/job%u", cfg->work,
+				     j))
+				_exit(2);
 			mkdir(dir, 0755);
 			my.work = dir;
 			ace_run_share(&my, ws, j, jobs, &c);

@@ -274,8 +274,16 @@ class Fs:
                                    "journal_unflushed_commits",
                                    "checksums_at_write",
                                    "checksums_at_writeback",
-                                   "space_stall_ns", "gc_bytes_by_writers")
+                                   "space_stall_ns", "gc_bytes_by_writers",
+                                   "journal_rolls", "journal_roll_max_ns",
+                                   "journal_snapshot_stop_max_ns",
+                                   "journal_snapshot_bytes")
                 if k in st}
+
+
+# zonefuse's stats that are a maximum or a size since the mount, not a count.
+GAUGES = ("journal_roll_max_ns", "journal_snapshot_stop_max_ns",
+          "journal_snapshot_bytes")
 
 
 # ---- writing ---------------------------------------------------------------------
@@ -580,7 +588,9 @@ def mixed(fs, sz, rng, detail):
     el = time.perf_counter() - t0
     c1 = fs.counters()
     if c0 and c1:
-        detail["counters"] = {k: c1[k] - c0[k] for k in c0}
+        # Maxima and sizes as they are at the end; the rest as deltas.
+        detail["counters"] = {k: c1[k] if k in GAUGES else c1[k] - c0[k]
+                              for k in c0}
         detail["checksum_impl"] = fs.stat("checksum_impl")
     fs.umount()
     lat.sort()
@@ -1001,6 +1011,15 @@ def cmd_report(a):
                          if "journal_flushes" in c else "two flushes"),
                         d["fsync_mean_ms"] - inside,
                         d.get("checksum_impl") or "(not said)"))
+            if c and "journal_rolls" in c:
+                notes.append("run %d %s mixed: the journal rolled %d times, "
+                             "the longest %.1f ms, metadata stopped at most "
+                             "%.1f ms for its snapshot; the snapshot is "
+                             "%.2f MB" % (
+                                 r["rep"] + 1, r["system"], c["journal_rolls"],
+                                 c["journal_roll_max_ns"] / 1e6,
+                                 c["journal_snapshot_stop_max_ns"] / 1e6,
+                                 c["journal_snapshot_bytes"] / 1e6))
             if c and "checksums_at_write" in c:
                 taken = c["checksums_at_write"] + c["checksums_at_writeback"]
                 notes.append("run %d %s mixed: of %d blocks' checksums, %d "

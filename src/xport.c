@@ -266,14 +266,13 @@ static unsigned int xp_possible_cpus(void)
 /* ---- the ring side ------------------------------------------------------- */
 
 /*
- * Queue @cmd for @e. There is one SQE per entry plus the stop poll and
- * the ring has room for all, so there always is one: none is a bug.
+ * An SQE of @q's ring. There is one per entry plus the stop poll and the
+ * wake poll, and the ring has room for all, so there always is one: none
+ * is a bug.
  */
-static void xp_queue_cmd(struct xp_ent *e, uint32_t cmd)
+static struct io_uring_sqe *xp_sqe(struct xp_queue *q)
 {
-	struct xp_queue *q = e->q;
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
-	struct fuse_uring_cmd_req *req;
 
 	if (!sqe) {
 		io_uring_submit(&q->ring);
@@ -284,6 +283,16 @@ static void xp_queue_cmd(struct xp_ent *e, uint32_t cmd)
 			abort();
 		}
 	}
+	return sqe;
+}
+
+/* Queue @cmd for @e. */
+static void xp_queue_cmd(struct xp_ent *e, uint32_t cmd)
+{
+	struct xp_queue *q = e->q;
+	struct io_uring_sqe *sqe = xp_sqe(q);
+	struct fuse_uring_cmd_req *req;
+
 	memset(sqe, 0, 2 * sizeof(*sqe)); /* an SQE128 */
 	sqe->opcode = IORING_OP_URING_CMD;
 	sqe->flags = IOSQE_FIXED_FILE;
@@ -346,17 +355,8 @@ static void xp_send_done(struct xp_queue *q)
 /* Poll @q's wake_fd: a completion when a zf-sync thread left a reply. */
 static void xp_arm_wake(struct xp_queue *q)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
+	struct io_uring_sqe *sqe = xp_sqe(q);
 
-	if (!sqe) {
-		io_uring_submit(&q->ring);
-		sqe = io_uring_get_sqe(&q->ring);
-		if (!sqe) {
-			zlog_err("internal error: transport queue %u has no SQE free",
-				 q->qid);
-			abort();
-		}
-	}
 	io_uring_prep_poll_add(sqe, q->wake_fd, POLLIN);
 	sqe->user_data = XP_WAKE_TAG;
 }
@@ -769,7 +769,7 @@ static void *xp_queue_run(void *arg)
 			   strerror(-ret));
 	for (i = 0; i < XP_DEPTH; i++)
 		xp_queue_cmd(&q->ent[i], FUSE_IO_URING_CMD_REGISTER);
-	sqe = io_uring_get_sqe(&q->ring);
+	sqe = xp_sqe(q);
 	io_uring_prep_poll_add(sqe, xp->stop_fd, POLLIN);
 	sqe->user_data = XP_STOP_TAG;
 	xp_arm_wake(q);

@@ -602,6 +602,9 @@ void alloc_describe(struct zfs *fs, char *buf, size_t len);
 
 /* ---- gc.c: reclaim and wear leveling ------------------------------------ */
 
+/* Reclaim's reads and writes are at most this long (its copy buffer). */
+#define GC_IO_BYTES (256u << 10)
+
 /*
  * Move the live data out of victims (by @mode) until @want zones more are
  * free or no victim is left. Returns the zones emptied (they are reset

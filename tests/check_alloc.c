@@ -553,7 +553,8 @@ END_TEST
 /*
  * Wear leveling: a full zone of cold data (written before the pool's
  * last cycle of resets), 2 resets behind the most worn, is moved into the
- * most-worn free zone, within the budget of 1% of what was written.
+ * most-worn free zone, within the budget of 1% of what was written, and
+ * stays one extent though it was copied in pieces.
  */
 START_TEST(test_wear_moves_cold)
 {
@@ -602,6 +603,11 @@ START_TEST(test_wear_moves_cold)
 	tu_unmount(fs);
 	fs = tu_mount(tu_img, true);
 	TU_OK(tu_verify(fs, "/cold", 0, ZONE, 1));
+	/* Moved GC_IO_BYTES at a time, replayed as one extent again. */
+	ck_assert_uint_gt(ZONE, GC_IO_BYTES);
+	in = zm_iget(&fs->m, (uint64_t)tu_ino(fs, "/cold"));
+	ck_assert_ptr_nonnull(in);
+	ck_assert_uint_eq(in->f.n_ext, 1);
 	tu_unmount(fs);
 }
 END_TEST

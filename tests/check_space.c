@@ -425,8 +425,8 @@ void *__wrap_zdev_buf_alloc(const struct zdev *dev, size_t len);
 
 void *__wrap_zdev_buf_alloc(const struct zdev *dev, size_t len)
 {
-	/* Only reclaim's buffer is as large as a chunk. */
-	if (len == ZFS_CHUNK && __atomic_load_n(&fail_bufs, __ATOMIC_RELAXED) > 0) {
+	/* Only reclaim's buffer has this size. */
+	if (len == GC_IO_BYTES && __atomic_load_n(&fail_bufs, __ATOMIC_RELAXED) > 0) {
 		__atomic_sub_fetch(&fail_bufs, 1, __ATOMIC_RELAXED);
 		return NULL;
 	}

@@ -39,7 +39,6 @@
  */
 #define GC_WEAR_BUDGET_DIV 100u
 
-
 struct gc_piece {
 	uint64_t ino, addr, len;
 };

@@ -46,7 +46,10 @@ The workloads (sizes in SIZES below; a checkpoint is SHARDS files):
               full, until MIXED_MB were written: WA, throughput, fsync
               latency p50/p99/max. With FILL_MB, the percentages are of
               FILL_MB MiB instead of each df: every system holds the
-              same bytes
+              same bytes. Kept beside them: each fsync's latency and its
+              time into the phase (the report says where the slowest
+              fell), the device's reads and writes with their time in
+              it, and the guest's memory reclaim in the phase
   reads       a READ_MB file written, unmounted and mounted, caches
               dropped, then fio 4 KiB psync random reads for READ_SECS s
               with 1 and with 4 threads (caches dropped before each)
@@ -135,6 +138,24 @@ def drop_caches():
         f.write("3\n")
 
 
+# The guest's memory counters (/proc/vmstat) read around the mixed phase:
+# whether its fsyncs met the kernel reclaiming memory (null_blk's pages and
+# the page cache share the guest's RAM).
+VMSTAT = ("allocstall_normal", "allocstall_movable", "pgscan_direct",
+          "pgscan_kswapd", "pgsteal_direct", "compact_stall",
+          "workingset_refault_file", "nr_free_pages")
+
+
+def vmstat():
+    out = {}
+    with open("/proc/vmstat") as f:
+        for ln in f:
+            k, v = ln.split()
+            if k in VMSTAT:
+                out[k] = int(v)
+    return out
+
+
 # ---- the device --------------------------------------------------------------
 
 class Dev:
@@ -159,6 +180,14 @@ class Dev:
     def _written(name):
         with open("/sys/block/%s/stat" % name) as f:
             return int(f.read().split()[6])
+
+    def io_stat(self):
+        """The device's reads and writes completed and the milliseconds
+        they spent in it (/sys/block/DEV/stat)."""
+        with open("/sys/block/%s/stat" % self.name) as f:
+            v = [int(x) for x in f.read().split()]
+        return {"reads": v[0], "read_ms": v[3], "writes": v[4],
+                "write_ms": v[7]}
 
     def meta_sectors(self):
         return self._written(self.meta_name) if self.meta else 0
@@ -505,9 +534,14 @@ def mixed(fs, sz, rng, detail):
     fs.mount()
     s0 = dev.write_sectors()
     c0 = fs.counters()
+    v0 = vmstat()
+    io0 = dev.io_stat()
     volume = sz["MIXED_MB"] * MIB
     wrote = 0
     lat = []
+    # Each fsync's end (seconds into the phase) and latency: where in the
+    # phase the slow ones fall (a warm-up cluster at the start, or spread).
+    trace = []
     ops = {"create": 0, "overwrite": 0, "append": 0, "delete": 0}
     enospc = 0
     t0 = time.perf_counter()
@@ -542,6 +576,7 @@ def mixed(fs, sz, rng, detail):
                 try:
                     lat.append(write_file(os.path.join(mnt, "hot", name), n,
                                           data))
+                    trace.append((time.perf_counter() - t0, lat[-1]))
                 except OSError:
                     # Not created, or created short: not one of the set.
                     try:
@@ -567,6 +602,7 @@ def mixed(fs, sz, rng, detail):
                     t = time.perf_counter()
                     os.fsync(fd)
                     lat.append(time.perf_counter() - t)
+                    trace.append((time.perf_counter() - t0, lat[-1]))
                 finally:
                     os.close(fd)
                 if off + n > size:
@@ -586,6 +622,12 @@ def mixed(fs, sz, rng, detail):
                 os.unlink(os.path.join(mnt, "hot", name))
                 live -= hot.pop(name)
     el = time.perf_counter() - t0
+    v1 = vmstat()
+    io1 = dev.io_stat()
+    detail["device_io"] = {k: io1[k] - io0[k] for k in io0}
+    detail["vmstat"] = {k: v1[k] if k == "nr_free_pages" else v1[k] - v0[k]
+                        for k in v0}
+    detail["vmstat"]["nr_free_pages_at_start"] = v0.get("nr_free_pages", 0)
     c1 = fs.counters()
     if c0 and c1:
         # Maxima and sizes as they are at the end; the rest as deltas.
@@ -597,7 +639,9 @@ def mixed(fs, sz, rng, detail):
     detail.update(ops=ops, enospc=enospc, fsyncs=len(lat),
                   fsync_mean_ms=1e3 * sum(lat) / max(1, len(lat)),
                   end_fill=live / avail0, phase_timed_out=timed_out,
-                  phase_bytes=wrote)
+                  phase_bytes=wrote, phase_s=el,
+                  fsync_trace=[(round(t, 4), round(1e3 * x, 3))
+                               for t, x in trace])
     return {"fill_pct": 100 * detail["fill_bytes"] / avail0,
             "write_MBps": wrote / el / 1e6, "wa": wa_of(dev, s0, wrote),
             "fsync_p50_ms": 1e3 * lat[len(lat) // 2],
@@ -868,6 +912,30 @@ def fmt(v, unit):
     return "%.2f" % v
 
 
+def tail_where(d, parts=10):
+    """Where in the mixed phase its slowest fsyncs (those above the run's
+    p99) fell, by tenths of the phase, and the p99 of the first tenth
+    against the rest's."""
+    tr = d["fsync_trace"]
+    span = d.get("phase_s") or tr[-1][0]
+    lat = sorted(x for _, x in tr)
+    p99 = lat[min(len(lat) - 1, len(lat) * 99 // 100)]
+    counts = [0] * parts
+    for t, x in tr:
+        if x > p99:
+            counts[min(parts - 1, int(parts * t / span))] += 1
+
+    def pct99(xs):
+        xs = sorted(xs)
+        return xs[min(len(xs) - 1, len(xs) * 99 // 100)] if xs else 0.0
+    first = [x for t, x in tr if t < span / parts]
+    rest = [x for t, x in tr if t >= span / parts]
+    return ("the %d fsyncs slower than its p99 (%.2f ms) by tenth of the "
+            "phase: %s; p99 %.2f ms in the first tenth (%d fsyncs), %.2f in "
+            "the rest" % (sum(counts), p99, " ".join(map(str, counts)),
+                          pct99(first), len(first), pct99(rest)))
+
+
 def cmd_report(a):
     recs = [json.loads(ln) for ln in open(os.path.join(a.dir, "samples.jsonl"))]
     meta = json.load(open(os.path.join(a.dir, "meta.json")))
@@ -1039,6 +1107,34 @@ def cmd_report(a):
                                  / 1e6,
                                  c["gc_bytes_by_writers"]
                                  / max(1, c["host_bytes_written"])))
+            v = d.get("vmstat")
+            if v:
+                notes.append("run %d %s mixed: the guest's memory in the "
+                             "phase: %d direct reclaim stalls, %d pages "
+                             "scanned by them and %d by kswapd, %d "
+                             "compaction stalls; free %d MiB at its start, "
+                             "%d at its end" % (
+                                 r["rep"] + 1, r["system"],
+                                 v.get("allocstall_normal", 0)
+                                 + v.get("allocstall_movable", 0),
+                                 v.get("pgscan_direct", 0),
+                                 v.get("pgscan_kswapd", 0),
+                                 v.get("compact_stall", 0),
+                                 v.get("nr_free_pages_at_start", 0) * 4096
+                                 // MIB,
+                                 v.get("nr_free_pages", 0) * 4096 // MIB))
+            io = d.get("device_io")
+            if io:
+                notes.append("run %d %s mixed: the device in the phase: %d "
+                             "writes, %.2f ms each on average, %d reads, "
+                             "%.2f ms each" % (
+                                 r["rep"] + 1, r["system"], io["writes"],
+                                 io["write_ms"] / max(1, io["writes"]),
+                                 io["reads"],
+                                 io["read_ms"] / max(1, io["reads"])))
+            if d.get("fsync_trace"):
+                notes.append("run %d %s mixed: %s" % (
+                    r["rep"] + 1, r["system"], tail_where(d)))
             if d.get("fill_enospc"):
                 notes.append("run %d %s mixed: ENOSPC while filling, at %.1f%%"
                              " of its df: the phase ran from there" % (

@@ -31,7 +31,8 @@ As root. Boots a QEMU guest (Debian's kernel, TCG) with a zoned null_blk
 for each system, the limit (fio zonemode=zbd), btrfs, F2FS and zonefuse,
 and runs the workloads of bench/peers.py on it REPS times (one guest per
 system: a kernel file system that hangs in D state takes its guest down
-with it, not the others' runs); then prints
+with it, not the others' runs; each guest's memory allocated by the
+host before it boots: zoned-vm.sh --prealloc); then prints
 the table and writes bench/results/peers-TAG/ (samples.jsonl, meta.json,
 results.json, results.md, results.png) and bench/results/peers-TAG.json
 (results.json, to commit with a doc that quotes it).
@@ -147,7 +148,10 @@ done < <(env)
 sel=()
 [ -n "${PEERS_WORKLOADS:-}" ] && sel+=(--workloads "$PEERS_WORKLOADS")
 
-vm=(scripts/zoned-vm.sh --timeout "$tmo" "${devargs[@]}")
+# Every guest's memory is the host's before it boots: else the first
+# workload to take fresh guest memory pays the host's first touch of it
+# (a first near-full phase with a p99 three times the later ones').
+vm=(scripts/zoned-vm.sh --timeout "$tmo" --prealloc "${devargs[@]}")
 [ -n "$mem" ] && vm+=(--mem "$mem")
 # The host's load while the guests run: another job on the host slows
 # the emulation, and the report should say when it did.

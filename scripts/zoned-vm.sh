@@ -14,6 +14,9 @@
 #                    system that keeps its metadata off the zones (F2FS)
 #   --timeout SECS   limit for the whole run (default 900); exit 124 past it
 #   --mem MB         guest memory (default: null_blk size + 1536)
+#   --prealloc       the host allocates all of the guest's memory before it
+#                    boots (QEMU -mem-prealloc), so that nothing measured in
+#                    the guest pays the host's first touch of a guest page
 #   -v               show the guest's console
 #
 # Why a guest: the kernels we develop on have no zoned block support, but
@@ -34,7 +37,7 @@ ZVM_NULLB="zoned=1 gb=2 bs=4096 zone_size=64 zone_capacity=64 zone_nr_conv=0 zon
 ZVM_ZNS="logical_block_size=4096,physical_block_size=4096,zoned.zone_size=64M,zoned.zone_capacity=48M,zoned.max_open=14,zoned.max_active=14"
 CACHE=${ZVM_CACHE:-/var/cache/zonefuse-vm}
 
-nullb=$ZVM_NULLB zns=$ZVM_ZNS nvme=0 zns_size=2G conv_size='' tmo=900 mem='' verbose=0
+nullb=$ZVM_NULLB zns=$ZVM_ZNS nvme=0 zns_size=2G conv_size='' tmo=900 mem='' prealloc=0 verbose=0
 die() { echo "zoned-vm: $*" >&2; exit 125; }
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -45,6 +48,7 @@ while [ $# -gt 0 ]; do
 	--nvme-conv) conv_size=$2; shift ;;
 	--timeout) tmo=$2; shift ;;
 	--mem) mem=$2; shift ;;
+	--prealloc) prealloc=1 ;;
 	-v) verbose=1 ;;
 	--) shift; break ;;
 	*) die "unknown option '$1' (usage: $0 [--nullb PARAMS] [--nvme-zns] -- COMMAND...)" ;;
@@ -233,6 +237,11 @@ qemu=(qemu-system-x86_64 -nodefaults -no-user-config -M pc "${accel[@]}"
 	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap
 	-virtfs "local,path=$run,mount_tag=zvmrun,security_model=none"
 	-virtfs "local,path=$cwd,mount_tag=cwd,security_model=none,multidevs=remap")
+# Under TCG the host backs a guest page when the guest first touches it,
+# on the vCPU's thread: a guest's first pass over fresh memory ran at half
+# speed, and a file system measured there looked slower than it is
+# (docs/performance.md, "The first near-full phase of a guest, explained").
+[ "$prealloc" = 1 ] && qemu+=(-mem-prealloc)
 if [ "$nvme" = 1 ]; then
 	truncate -s "$zns_size" "$run/zns.img"
 	# shellcheck disable=SC2054

@@ -350,6 +350,11 @@ def write_file(path, size, data, chunk=MIB):
 
 # ---- the workloads ---------------------------------------------------------------
 
+def p99(xs):
+    """The 99th percentile of a sorted list (0 for an empty one)."""
+    return xs[min(len(xs) - 1, len(xs) * 99 // 100)] if xs else 0.0
+
+
 def wa_of(dev, s0, nbytes):
     return (dev.write_sectors() - s0) * 512 / nbytes
 
@@ -645,7 +650,7 @@ def mixed(fs, sz, rng, detail):
     return {"fill_pct": 100 * detail["fill_bytes"] / avail0,
             "write_MBps": wrote / el / 1e6, "wa": wa_of(dev, s0, wrote),
             "fsync_p50_ms": 1e3 * lat[len(lat) // 2],
-            "fsync_p99_ms": 1e3 * lat[min(len(lat) - 1, len(lat) * 99 // 100)],
+            "fsync_p99_ms": 1e3 * p99(lat),
             "fsync_max_ms": 1e3 * lat[-1], "enospc": enospc}
 
 
@@ -918,22 +923,17 @@ def tail_where(d, parts=10):
     against the rest's."""
     tr = d["fsync_trace"]
     span = d.get("phase_s") or tr[-1][0]
-    lat = sorted(x for _, x in tr)
-    p99 = lat[min(len(lat) - 1, len(lat) * 99 // 100)]
+    top = p99(sorted(x for _, x in tr))
     counts = [0] * parts
     for t, x in tr:
-        if x > p99:
+        if x > top:
             counts[min(parts - 1, int(parts * t / span))] += 1
-
-    def pct99(xs):
-        xs = sorted(xs)
-        return xs[min(len(xs) - 1, len(xs) * 99 // 100)] if xs else 0.0
-    first = [x for t, x in tr if t < span / parts]
-    rest = [x for t, x in tr if t >= span / parts]
+    first = sorted(x for t, x in tr if t < span / parts)
+    rest = sorted(x for t, x in tr if t >= span / parts)
     return ("the %d fsyncs slower than its p99 (%.2f ms) by tenth of the "
             "phase: %s; p99 %.2f ms in the first tenth (%d fsyncs), %.2f in "
-            "the rest" % (sum(counts), p99, " ".join(map(str, counts)),
-                          pct99(first), len(first), pct99(rest)))
+            "the rest" % (sum(counts), top, " ".join(map(str, counts)),
+                          p99(first), len(first), p99(rest)))
 
 
 def cmd_report(a):
@@ -1165,9 +1165,13 @@ def cmd_report(a):
     print(md)
     with open(os.path.join(a.dir, "results.md"), "w") as f:
         f.write(md + "\n")
+    # The per-fsync traces stay in samples.jsonl: the notes say what they
+    # show, and results.json is what a doc's commit carries.
+    slim = [dict(r, detail={k: v for k, v in r["detail"].items()
+                            if k != "fsync_trace"}) for r in recs]
     with open(os.path.join(a.dir, "results.json"), "w") as f:
         json.dump({"meta": meta, "table": table, "notes": notes,
-                   "samples": recs}, f, indent=1)
+                   "samples": slim}, f, indent=1)
     if a.png:
         chart(a.dir, table, peers)
     return 1 if fails else 0

@@ -12,7 +12,10 @@
 reformatted for each system and each workload, it measures every workload
 REPS times (the runs are the outer loop, so that a slow spell of the
 machine spreads over every system) and appends every figure to
-DIR/samples.jsonl, and the guest's versions to DIR/meta.json. `report`
+DIR/samples.jsonl, and the guest's versions to DIR/meta.json; first, on
+each boot, what the device charges for a zone reset and a write, from
+bench/zone-costs.py on 2 zones, to DIR/device-costs.jsonl (one line per
+boot, with the systems it ran: a gauge of the host's speed then). `report`
 prints the table (medians of the runs with min..max, and zonefuse's ratio
 to each other system: above 1, zonefuse is ahead) and writes
 DIR/results.json, DIR/results.md and, with matplotlib, DIR/results.png.
@@ -819,6 +822,34 @@ def kernel_stacks():
         return "?"
 
 
+def device_costs(dev, a):
+    """bench/zone-costs.py on 2 of DEV's zones, before any system has it:
+    appended to DIR/device-costs.jsonl and logged. A failure is logged,
+    not fatal: the gauge is beside the figures, not one of them."""
+    tmp = os.path.join(a.out, ".device-costs.json")
+    tool = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "zone-costs.py")
+    r = subprocess.run([sys.executable, tool, dev.path, "2", tmp],
+                       capture_output=True, text=True, timeout=300,
+                       check=False)
+    if r.returncode or not os.path.exists(tmp):
+        log("zone-costs failed (%d): %s" % (r.returncode,
+                                            r.stderr.strip()[-300:]))
+        return
+    with open(tmp) as f:
+        rec = json.load(f)
+    os.unlink(tmp)
+    rec.update(systems=a.systems, time=time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                     time.gmtime()))
+    with open(os.path.join(a.out, "device-costs.jsonl"), "a") as f:
+        f.write(json.dumps(rec) + "\n")
+    z = rec["zones"]
+    log("the device, one operation at a time: reset of a full zone %s ms,"
+        " write of 4 KiB %s ms, of 1 MiB %s ms" % tuple(
+            "/".join("%.2f" % r[k] for r in z)
+            for k in ("reset_full_ms", "write_4k_ms", "write_1m_ms")))
+
+
 def cmd_run(a):
     sz = sizes_of(a)
     dev = Dev(a.device, a.meta_device)
@@ -835,6 +866,7 @@ def cmd_run(a):
     log("%s: %d zones of %d MiB (capacity %d MiB), %d conventional; %s"
         % (dev.path, dev.nr_zones, dev.zone_bytes // MIB,
            dev.zone_cap // MIB, dev.nr_conv, json.dumps(sz)))
+    device_costs(dev, a)
     samples = open(os.path.join(a.out, "samples.jsonl"), "a")
     failed = 0
     hung = set()

@@ -34,6 +34,7 @@ system: a kernel file system that hangs in D state takes its guest down
 with it, not the others' runs; each guest's memory allocated by the
 host before it boots: zoned-vm.sh --prealloc); then prints
 the table and writes bench/results/peers-TAG/ (samples.jsonl, meta.json,
+device-costs.jsonl: a reset's and a write's cost on each guest's device,
 results.json, results.md, results.png) and bench/results/peers-TAG.json
 (results.json, to commit with a doc that quotes it).
 
@@ -120,7 +121,8 @@ zf_build "$build" -Dbuildtype=release >/dev/null || zf_die "the release build in
 
 out=bench/results/peers-$tag
 mkdir -p "$out"
-rm -f "$out/samples.jsonl" "$out/meta.json" "$out/results."* "$out/hostload.txt"
+rm -f "$out/samples.jsonl" "$out/meta.json" "$out/results."* "$out/hostload.txt" \
+	"$out/device-costs.jsonl"
 # The commit the daemon was built from: BUILD may be another checkout's.
 src=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["directories"]["source"])' \
 	"$build/meson-info/meson-info.json" 2>/dev/null || echo .)

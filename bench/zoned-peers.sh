@@ -60,7 +60,8 @@ PEERS_READ_SECS, PEERS_FILL_PCT, PEERS_FILL_MB override the sizes
 (bench/peers.py, SIZES; PEERS_FILL_MB=N fills every system to
 PEERS_FILL_PCT % of N MiB instead of its own df); PEERS_ZF_MKFS="OPTS"
 adds options to zonefuse's mkfs (e.g. --metadata-copies 1: name the
-results with PEERS_TAG); BUILD=DIR the release build (default build-rel).
+results with PEERS_TAG); PEERS_SMP=N gives the guests N CPUs (default: the
+host's, at most 4); BUILD=DIR the release build (default build-rel).
 EOF
 }
 
@@ -143,7 +144,7 @@ EOF
 envs=(ZONEFUSE="$build/src/zonefuse")
 while IFS='=' read -r k v; do
 	case $k in
-	PEERS_SYSTEMS | PEERS_WORKLOADS | PEERS_NULLB | PEERS_TAG | PEERS_CONV_SIZE) ;;
+	PEERS_SYSTEMS | PEERS_WORKLOADS | PEERS_NULLB | PEERS_TAG | PEERS_CONV_SIZE | PEERS_SMP) ;;
 	PEERS_*) envs+=("$k=$v") ;;
 	esac
 done < <(env)
@@ -155,6 +156,7 @@ sel=()
 # (a first near-full phase with a p99 three times the later ones').
 vm=(scripts/zoned-vm.sh --timeout "$tmo" --prealloc "${devargs[@]}")
 [ -n "$mem" ] && vm+=(--mem "$mem")
+[ -n "${PEERS_SMP:-}" ] && vm+=(--smp "$PEERS_SMP")
 # The host's load while the guests run: another job on the host slows
 # the emulation, and the report should say when it did.
 (while :; do

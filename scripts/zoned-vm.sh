@@ -14,6 +14,7 @@
 #                    system that keeps its metadata off the zones (F2FS)
 #   --timeout SECS   limit for the whole run (default 900); exit 124 past it
 #   --mem MB         guest memory (default: null_blk size + 1536)
+#   --smp N          guest CPUs (default: the host's, at most 4)
 #   --prealloc       the host allocates all of the guest's memory before it
 #                    boots (QEMU -mem-prealloc), so that nothing measured in
 #                    the guest pays the host's first touch of a guest page
@@ -37,7 +38,7 @@ ZVM_NULLB="zoned=1 gb=2 bs=4096 zone_size=64 zone_capacity=64 zone_nr_conv=0 zon
 ZVM_ZNS="logical_block_size=4096,physical_block_size=4096,zoned.zone_size=64M,zoned.zone_capacity=48M,zoned.max_open=14,zoned.max_active=14"
 CACHE=${ZVM_CACHE:-/var/cache/zonefuse-vm}
 
-nullb=$ZVM_NULLB zns=$ZVM_ZNS nvme=0 zns_size=2G conv_size='' tmo=900 mem='' prealloc=0 verbose=0
+nullb=$ZVM_NULLB zns=$ZVM_ZNS nvme=0 zns_size=2G conv_size='' tmo=900 mem='' smp='' prealloc=0 verbose=0
 die() { echo "zoned-vm: $*" >&2; exit 125; }
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -48,6 +49,7 @@ while [ $# -gt 0 ]; do
 	--nvme-conv) conv_size=$2; shift ;;
 	--timeout) tmo=$2; shift ;;
 	--mem) mem=$2; shift ;;
+	--smp) smp=$2; shift ;;
 	--prealloc) prealloc=1 ;;
 	-v) verbose=1 ;;
 	--) shift; break ;;
@@ -59,6 +61,7 @@ done
 [ "$(id -u)" = 0 ] || die "must run as root (it installs packages and reads /boot)"
 [ "$nullb" = none ] && nullb=
 [ -z "$conv_size" ] || [ "$nvme" = 1 ] || die "--nvme-conv needs --nvme-zns (it is a second namespace of that controller)"
+[ -z "$smp" ] || [[ $smp =~ ^[1-9][0-9]*$ ]] || die "--smp takes a number of CPUs, not '$smp'"
 
 # ---- packages, from Debian only ------------------------------------------
 need=()
@@ -217,8 +220,10 @@ EOF
 gb=0
 [[ $nullb =~ gb=([0-9]+) ]] && gb=${BASH_REMATCH[1]}
 [ -n "$mem" ] || mem=$((gb * 1024 + 1536))
-smp=$(nproc)
-[ "$smp" -gt 4 ] && smp=4
+if [ -z "$smp" ]; then
+	smp=$(nproc)
+	[ "$smp" -gt 4 ] && smp=4
+fi
 # shellcheck disable=SC2054 # the commas are QEMU's
 accel=(-accel tcg,thread=multi,tb-size=256 -cpu max)
 if [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo; then

@@ -846,7 +846,7 @@ def device_costs(dev, a):
     z = rec["zones"]
     log("the device, one operation at a time: reset of a full zone %s ms,"
         " write of 4 KiB %s ms, of 1 MiB %s ms" % tuple(
-            "/".join("%.2f" % r[k] for r in z)
+            "/".join("%.2f" % zc[k] for zc in z)
             for k in ("reset_full_ms", "write_4k_ms", "write_1m_ms")))
 
 

@@ -551,6 +551,52 @@ START_TEST(test_gc_budget)
 END_TEST
 
 /*
+ * Background reclaim starts when writers have no free zone left above
+ * their floor, not before: each zone kept free beyond that is taken from
+ * the dead bytes victims are chosen among (GC_MARGIN).
+ */
+START_TEST(test_gc_starts_at_floor)
+{
+	uint32_t i, floor, n, hidden[64], nh = 0;
+	struct zfs *fs;
+
+	mkfs(32);
+	fs = tu_mount(tu_img, false);
+	n = alloc_free_zones(fs, &floor);
+	ck_assert_uint_gt(n, floor + 1);
+	ck_assert(!gc_wanted(fs));
+	/* Hide free zones until one is left above the floor. */
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
+	for (i = 0; i < fs->m.nr_zones && nh < n - floor - 1; i++)
+		if (fs->m.zones[i].state == ZM_ZONE_FREE)
+			hidden[nh++] = i;
+	for (i = 0; i < nh; i++)
+		fs->m.zones[hidden[i]].state = ZM_ZONE_BAD;
+	fs->cap_dirty = true;
+	zlock_unmutex(&fs->alloc_lock);
+	ck_assert_uint_eq(alloc_free_zones(fs, &floor), floor + 1);
+	ck_assert(!gc_wanted(fs));
+	/* And the last one. */
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
+	for (i = 0; i < fs->m.nr_zones; i++)
+		if (fs->m.zones[i].state == ZM_ZONE_FREE)
+			break;
+	ck_assert_uint_lt(i, fs->m.nr_zones);
+	hidden[nh++] = i;
+	fs->m.zones[i].state = ZM_ZONE_BAD;
+	zlock_unmutex(&fs->alloc_lock);
+	ck_assert_uint_eq(alloc_free_zones(fs, &floor), floor);
+	ck_assert(gc_wanted(fs));
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
+	for (i = 0; i < nh; i++)
+		fs->m.zones[hidden[i]].state = ZM_ZONE_FREE;
+	fs->cap_dirty = true;
+	zlock_unmutex(&fs->alloc_lock);
+	tu_unmount(fs);
+}
+END_TEST
+
+/*
  * Wear leveling: a full zone of cold data (written before the pool's
  * last cycle of resets), 2 resets behind the most worn, is moved into the
  * most-worn free zone, within the budget of 1% of what was written, and
@@ -823,6 +869,7 @@ int main(void)
 	add(s, "write_once_no_victim", test_write_once_no_victim);
 	add(s, "head_zone_victim", test_head_zone_victim);
 	add(s, "gc_budget", test_gc_budget);
+	add(s, "gc_starts_at_floor", test_gc_starts_at_floor);
 	add(s, "wear_moves_cold", test_wear_moves_cold);
 	add(s, "wear_rolls_journal", test_wear_rolls_journal);
 	add(s, "one_active_refused", test_one_active_refused);

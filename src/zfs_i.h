@@ -530,7 +530,9 @@ void alloc_restage(struct zfs *fs, uint64_t before, uint64_t after);
 void alloc_zone_dead(void *arg, uint32_t zone, uint64_t seq);
 /*
  * Reset the queued dead zones whose freeing record is durable, each with
- * its ZONE_RESET record. Returns how many, or an errno.
+ * its ZONE_RESET record. Returns how many, or an errno. The caller holds
+ * neither meta_lock nor alloc_lock; neither is held across a reset, so
+ * metadata changes go on while the device resets a zone.
  */
 int alloc_reclaim(struct zfs *fs);
 /*

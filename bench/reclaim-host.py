@@ -2,10 +2,11 @@
 """zoned-peers' mixed near-full phase, zonefuse only, on an emulated device
 on this host: a quick way to compare reclaim policies by what they copy.
 
-usage: bench/reclaim-host.py [--mb MB] [--seeds 1,2] [--json OUT]
+usage: bench/reclaim-host.py [--mb MB] [--seeds 1,2] [--zone-cap MB] [--json OUT]
 
 The device has the peers suite's null_blk geometry (4 GiB, 64 MiB zones, 2
-conventional, 14 open/active), as an emulator image in /dev/shm. The phase
+conventional, 14 open/active; --zone-cap 48 for its variant with 48 MiB of
+each zone writable), as an emulator image in /dev/shm. The phase
 is bench/peers.py's mixed(): filled to 85 % of df (cold large files to
 70 %, small files to 85 %), then small files created, overwritten,
 appended and deleted, an fsync after each write, until MB MiB were written
@@ -43,14 +44,15 @@ class EmuDev:
         return {"reads": 0, "read_ms": 0, "writes": 0, "write_ms": 0}
 
 
-def run(seed, mb, zonefuse):
+def run(seed, mb, zonefuse, zone_cap):
     shm = tempfile.mkdtemp(prefix="zf-reclaim-", dir="/dev/shm")
     img = os.path.join(shm, "dev.img")
     mnt = tempfile.mkdtemp(prefix="zf-reclaim-")
     try:
         subprocess.run([zonefuse, "emu", "create", img, "--size", "4G",
                         "--zone-size", "64M", "--conventional", "2",
-                        "--max-open", "14", "--max-active", "14"],
+                        "--max-open", "14", "--max-active", "14",
+                        "--zone-capacity", "%dM" % zone_cap],
                        check=True, stdout=subprocess.DEVNULL)
         subprocess.run([zonefuse, "mkfs", "--force", img], check=True,
                        stdout=subprocess.DEVNULL)
@@ -62,7 +64,8 @@ def run(seed, mb, zonefuse):
         r = peers.mixed(fs, sz, random.Random(seed), detail)
         c = detail["counters"]
         lat = sorted(x for _, x in detail["fsync_trace"])
-        return {"seed": seed, "mb": mb, "phase_s": round(detail["phase_s"], 1),
+        return {"seed": seed, "mb": mb, "zone_cap_mb": zone_cap,
+                "phase_s": round(detail["phase_s"], 1),
                 "wa": round(c["device_bytes_written"] / detail["phase_bytes"], 3),
                 "copied_per_byte": round(c["gc_bytes_written"] /
                                          detail["phase_bytes"], 3),
@@ -85,13 +88,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mb", type=int, default=1536)
     ap.add_argument("--seeds", default="1,2")
+    ap.add_argument("--zone-cap", type=int, default=64)
     ap.add_argument("--json")
     a = ap.parse_args()
     zonefuse = os.environ.get("ZONEFUSE", "build-rel/src/zonefuse")
     peers.ZONEFUSE = zonefuse
     out = []
     for s in (int(x) for x in a.seeds.split(",")):
-        r = run(s, a.mb, zonefuse)
+        r = run(s, a.mb, zonefuse, a.zone_cap)
         print(json.dumps(r), flush=True)
         out.append(r)
     if a.json:

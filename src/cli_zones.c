@@ -27,10 +27,11 @@ static void zones_text(const struct zdev *dev, const struct zdev_zone *z,
 	char a[32];
 	uint32_t i;
 
-	printf("%s: %s, %u zones of %s, block size %u, %u conventional, max open %u, max active %u\n",
+	printf("%s: %s, %u zones of %s, block size %u, %u conventional, max open %u, max active %u, %s write cache\n",
 	       zdev_path(dev), zdev_backend(dev), g->nr_zones,
 	       zutil_size_str(g->zone_size, a, sizeof(a)), g->block_size,
-	       g->nr_conv, g->max_open, g->max_active);
+	       g->nr_conv, g->max_open, g->max_active,
+	       g->volatile_cache ? "volatile" : "no volatile");
 	printf("%6s %14s %12s %12s %14s %-14s %-4s %s\n", "zone", "start",
 	       "len", "capacity", "wp", "cond", "type", "resets");
 	for (i = 0; i < nr; i++) {
@@ -63,7 +64,9 @@ static int zones_json(const struct zdev *dev, const struct zdev_zone *z,
 	    zjson_set_u64(o, "nr_zones", g->nr_zones) ||
 	    zjson_set_u64(o, "block_size", g->block_size) ||
 	    zjson_set_u64(o, "max_open", g->max_open) ||
-	    zjson_set_u64(o, "max_active", g->max_active))
+	    zjson_set_u64(o, "max_active", g->max_active) ||
+	    json_object_set_new(o, "volatile_cache",
+				json_boolean(g->volatile_cache)))
 		goto out_put;
 	ret = zjson_list_begin(&l, stdout, o, "zones");
 	for (i = 0; !ret && i < nr; i++) {

@@ -991,6 +991,7 @@ static int zemu_load_hdr(struct zemu *e, const char *path, uint64_t file_size,
 	g->max_open = le32toh(h->max_open);
 	g->max_active = le32toh(h->max_active);
 	g->max_io = 1u << 20;
+	g->volatile_cache = true; /* writes are lost unless flushed */
 	e->table_off = table_off;
 	e->data_off = data_off;
 	e->dev.file_off = data_off;

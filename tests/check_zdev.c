@@ -1407,6 +1407,88 @@ START_TEST(test_flush)
 }
 END_TEST
 
+/*
+ * A block device's write cache is what the kernel says at open: flushes
+ * are sent only to a volatile one. The emulator always has one (its write
+ * pointers persist only at flush). On a real device the kernel's setting
+ * is flipped, the device opened again, and the setting put back.
+ */
+static int wc_read(const char *attr, char *val, size_t len)
+{
+	FILE *f = fopen(attr, "r");
+	int ret = -errno;
+
+	if (!f)
+		return ret;
+	ret = fgets(val, (int)len, f) ? 0 : -EIO;
+	fclose(f);
+	return ret;
+}
+
+static int wc_write(const char *attr, const char *val)
+{
+	FILE *f = fopen(attr, "w");
+	int ret;
+
+	if (!f)
+		return -errno;
+	ret = fputs(val, f) < 0 ? -EIO : 0;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+static bool wc_reopened(void)
+{
+	struct zdev *d2 = NULL;
+	char err[256] = "";
+	bool v;
+
+	ck_assert_int_eq(zdev_open(dev_path, ZDEV_RDONLY, &d2, err,
+				   sizeof(err)),
+			 0);
+	v = zdev_geom(d2)->volatile_cache;
+	zdev_close(d2);
+	return v;
+}
+
+START_TEST(test_write_cache)
+{
+	char attr[PATH_MAX], val[32] = "", *other;
+	const char *name;
+	bool was, flipped;
+	int ret;
+
+	append(seqz(0), bs, 34);
+	ck_assert_int_eq(zdev_flush(dev), 0);
+	if (!zbd_path) {
+		ck_assert(g->volatile_cache);
+		return;
+	}
+	name = strrchr(zbd_path, '/');
+	snprintf(attr, sizeof(attr), "/sys/block/%s/queue/write_cache",
+		 name ? name + 1 : zbd_path);
+	ck_assert_int_eq(wc_read(attr, val, sizeof(val)), 0);
+	was = strncmp(val, "write through", 13) != 0;
+	ck_assert_msg(g->volatile_cache == was, "%s says %s", attr, val);
+	other = was ? "write through" : "write back";
+	ret = wc_write(attr, other);
+	if (ret) {
+		printf("check_zdev: write_cache: the kernel refused \"%s\" in %s (%s): only the detected setting was checked\n",
+		       other, attr, strerror(-ret));
+		return;
+	}
+	flipped = wc_reopened();
+	/* Put back before any assertion can end the test. */
+	ck_assert_int_eq(wc_write(attr, was ? "write back" : "write through"),
+			 0);
+	ck_assert(flipped == !was);
+	ck_assert(wc_reopened() == was);
+	append(seqz(0), bs, 35);
+	ck_assert_int_eq(zdev_flush(dev), 0);
+}
+END_TEST
+
 /* ---- the suite ----------------------------------------------------------- */
 
 static void add(Suite *s, const char *name, const TTest *t,
@@ -1448,6 +1530,7 @@ static Suite *zdev_suite(void)
 	add(s, "exclusive", test_exclusive, setup);
 	add(s, "open_errors", test_open_errors, setup);
 	add(s, "flush", test_flush, setup);
+	add(s, "write_cache", test_write_cache, setup);
 	return s;
 }
 

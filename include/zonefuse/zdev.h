@@ -82,6 +82,9 @@ struct zdev_geom {
 	uint32_t max_open;     /* 0: no limit */
 	uint32_t max_active;   /* 0: no limit */
 	uint32_t max_io;       /* largest single read or write, in bytes */
+	bool volatile_cache;   /* writes sit in a cache a power cut loses
+				  until zdev_flush(): the emulator always;
+				  a block device as the kernel says at open */
 };
 
 /* Flags of zdev_open(). */
@@ -165,7 +168,11 @@ int zdev_read(struct zdev *dev, void *buf, size_t len, uint64_t off);
  */
 int zdev_write(struct zdev *dev, const void *buf, size_t len, uint64_t off);
 
-/* Make every write completed before the call durable. */
+/*
+ * Make every write completed before the call durable. On a device without
+ * a volatile cache (geom.volatile_cache false) every completed write
+ * already is, and nothing reaches the device.
+ */
 int zdev_flush(struct zdev *dev);
 
 /*

@@ -464,7 +464,7 @@ def concurrent(fs, sz, rng, detail):
     return {"write_MBps": n * size / el / 1e6, "wa": wa_of(dev, s0, n * size)}
 
 
-def mixed(fs, sz, rng, detail):
+def mixed(fs, sz, rng, detail, after_fill=None):
     dev, mnt = fs.dev, fs.mnt
     data = Data(rng)
     avail0 = fs.avail()
@@ -536,6 +536,9 @@ def mixed(fs, sz, rng, detail):
         detail["fill_enospc"] = True
     detail.update(avail0=avail0, fill_bytes=live, cold_files=i,
                   hot_files=len(hot), fill_s=time.monotonic() - t_fill)
+    # bench/reclaim-host.py's variants change the filled system here.
+    if after_fill:
+        after_fill(mnt, i)
     # The measured phase starts from a clean mount: nothing of the fill
     # still in flight on any system.
     fs.umount()

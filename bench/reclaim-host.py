@@ -2,7 +2,8 @@
 """zoned-peers' mixed near-full phase, zonefuse only, on an emulated device
 on this host: a quick way to compare reclaim policies by what they copy.
 
-usage: bench/reclaim-host.py [--mb MB] [--seeds 1,2] [--zone-cap MB] [--json OUT]
+usage: bench/reclaim-host.py [--mb MB] [--seeds 1,2] [--zone-cap MB]
+                             [--touch-cold PCT] [--json OUT]
 
 The device has the peers suite's null_blk geometry (4 GiB, 64 MiB zones, 2
 conventional, 14 open/active; --zone-cap 48 for its variant with 48 MiB of
@@ -11,7 +12,10 @@ is bench/peers.py's mixed(): filled to 85 % of df (cold large files to
 70 %, small files to 85 %), then small files created, overwritten,
 appended and deleted, an fsync after each write, until MB MiB were written
 (default 1536: three times the free room above the floors, the steady
-state). Reported per seed: the daemon's write amplification (its own
+state). With --touch-cold PCT, PCT % of each cold file is overwritten
+before the remount that starts the phase: zones from before the mount
+with a little of them dead, as a dataset that had a few records
+rewritten before the daemon restarted. Reported per seed: the daemon's write amplification (its own
 device_bytes_written over the bytes the program wrote), reclaim's copies
 per byte written, and the host's fsync p50/p99 (the host's figures, not
 the guest's: use them to compare two builds on the same host, nothing
@@ -44,7 +48,26 @@ class EmuDev:
         return {"reads": 0, "read_ms": 0, "writes": 0, "write_ms": 0}
 
 
-def run(seed, mb, zonefuse, zone_cap):
+def touch_cold(pct, rng):
+    """Overwrite pct % of each cold file, in one piece, and fsync it."""
+    def touch(mnt, nr_cold):
+        for k in range(nr_cold):
+            path = os.path.join(mnt, "cold", "%05d" % k)
+            size = os.path.getsize(path)
+            n = size * pct // 100 // 4096 * 4096
+            if not n:
+                continue
+            off = rng.randrange(0, size - n + 1, 4096)
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.pwrite(fd, os.urandom(n), off)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    return touch
+
+
+def run(seed, mb, zonefuse, zone_cap, touch_pct):
     shm = tempfile.mkdtemp(prefix="zf-reclaim-", dir="/dev/shm")
     img = os.path.join(shm, "dev.img")
     mnt = tempfile.mkdtemp(prefix="zf-reclaim-")
@@ -61,10 +84,13 @@ def run(seed, mb, zonefuse, zone_cap):
         fs.mount()
         sz = dict(peers.SIZES["full"], MIXED_MB=mb)
         detail = {}
-        r = peers.mixed(fs, sz, random.Random(seed), detail)
+        r = peers.mixed(fs, sz, random.Random(seed), detail,
+                        touch_cold(touch_pct, random.Random(seed + 1000))
+                        if touch_pct else None)
         c = detail["counters"]
         lat = sorted(x for _, x in detail["fsync_trace"])
         return {"seed": seed, "mb": mb, "zone_cap_mb": zone_cap,
+                "touch_cold_pct": touch_pct,
                 "phase_s": round(detail["phase_s"], 1),
                 "wa": round(c["device_bytes_written"] / detail["phase_bytes"], 3),
                 "copied_per_byte": round(c["gc_bytes_written"] /
@@ -89,13 +115,14 @@ def main():
     ap.add_argument("--mb", type=int, default=1536)
     ap.add_argument("--seeds", default="1,2")
     ap.add_argument("--zone-cap", type=int, default=64)
+    ap.add_argument("--touch-cold", type=int, default=0)
     ap.add_argument("--json")
     a = ap.parse_args()
     zonefuse = os.environ.get("ZONEFUSE", "build-rel/src/zonefuse")
     peers.ZONEFUSE = zonefuse
     out = []
     for s in (int(x) for x in a.seeds.split(",")):
-        r = run(s, a.mb, zonefuse, a.zone_cap)
+        r = run(s, a.mb, zonefuse, a.zone_cap, a.touch_cold)
         print(json.dumps(r), flush=True)
         out.append(r)
     if a.json:

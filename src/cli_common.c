@@ -98,21 +98,16 @@ int cli_json_finding(json_t *list, const struct zfs_finding *f)
 int cli_loop_backing(const char *dev, char *buf, size_t len)
 {
 	char path[PATH_MAX];
-	size_t n;
-	FILE *f;
+	int ret;
 
 	if (strncmp(dev, "/dev/loop", 9) || strchr(dev + 9, '/'))
 		return -ENOENT;
 	snprintf(path, sizeof(path), "/sys/block/%s/loop/backing_file",
 		 dev + 5);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	n = fgets(buf, (int)len, f) ? strlen(buf) : 0;
-	fclose(f);
-	if (n && buf[n - 1] == '\n')
-		buf[--n] = '\0';
-	return n ? 0 : -ENOENT;
+	ret = zutil_read_line(path, buf, len);
+	if (ret)
+		return ret;
+	return buf[0] ? 0 : -ENOENT;
 }
 
 struct libmnt_table *cli_mount_table(void)

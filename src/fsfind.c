@@ -109,16 +109,11 @@ int fsfind_pick(const struct fsfind_tag *t, const char *const *cands, size_t n,
  */
 static bool fsfind_is_zoned(const char *name)
 {
-	char p[512], model[32] = "";
-	FILE *f;
+	char p[512], model[32];
 
 	snprintf(p, sizeof(p), "/sys/class/block/%s/queue/zoned", name);
-	f = fopen(p, "re");
-	if (!f)
+	if (zutil_read_line(p, model, sizeof(model)))
 		return false;
-	if (!fgets(model, sizeof(model), f))
-		model[0] = '\0';
-	fclose(f);
 	return !strncmp(model, "host-managed", 12) ||
 	       !strncmp(model, "host-aware", 10);
 }

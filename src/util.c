@@ -200,6 +200,19 @@ uint64_t zutil_now_mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+int zutil_read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	if (!f)
+		return -errno;
+	n = fgets(buf, (int)len, f) ? strlen(buf) : 0;
+	fclose(f);
+	buf[n && buf[n - 1] == '\n' ? n - 1 : n] = '\0';
+	return 0;
+}
+
 int64_t zutil_now_real_ns(void)
 {
 	struct timespec ts;

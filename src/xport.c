@@ -219,14 +219,11 @@ static void xp_set_name(struct xp *xp, const char *name)
  */
 static int xp_uring_param(void)
 {
-	char v[8] = "";
-	FILE *f = fopen("/sys/module/fuse/parameters/enable_uring", "re");
+	char v[8];
 
-	if (!f)
+	if (zutil_read_line("/sys/module/fuse/parameters/enable_uring", v,
+			    sizeof(v)))
 		return -ENOENT;
-	if (!fgets(v, sizeof(v), f))
-		v[0] = '\0';
-	fclose(f);
 	return v[0] == 'Y' || v[0] == '1';
 }
 
@@ -239,11 +236,11 @@ static unsigned int xp_possible_cpus(void)
 {
 	char line[256], *p, *end;
 	unsigned long a, b, max = 0;
-	FILE *f = fopen("/sys/devices/system/cpu/possible", "re");
 	long n;
 
-	if (f && fgets(line, sizeof(line), f)) {
-		for (p = line; *p && *p != '\n'; p = end) {
+	if (!zutil_read_line("/sys/devices/system/cpu/possible", line,
+			     sizeof(line))) {
+		for (p = line; *p; p = end) {
 			a = strtoul(p, &end, 10);
 			b = a;
 			if (*end == '-')
@@ -251,12 +248,10 @@ static unsigned int xp_possible_cpus(void)
 			max = ZF_MAX(max, b + 1);
 			if (*end == ',')
 				end++;
-			else if (*end != '\n' && *end != '\0')
+			else if (*end != '\0')
 				break;
 		}
 	}
-	if (f)
-		fclose(f);
 	if (max)
 		return (unsigned int)max;
 	n = sysconf(_SC_NPROCESSORS_CONF);

@@ -407,21 +407,15 @@ static int zbd_load_zones(struct zdev *dev)
  */
 static bool zbd_volatile_cache(int fd)
 {
-	char path[64], val[32] = { 0 };
+	char path[64], val[32];
 	struct stat st;
-	ssize_t n;
-	int sfd;
 
 	if (fstat(fd, &st) < 0 || !S_ISBLK(st.st_mode))
 		return true;
 	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/queue/write_cache",
 		 major(st.st_rdev), minor(st.st_rdev));
-	sfd = open(path, O_RDONLY | O_CLOEXEC);
-	if (sfd < 0)
-		return true;
-	n = read(sfd, val, sizeof(val) - 1);
-	close(sfd);
-	return n <= 0 || strncmp(val, "write through", 13) != 0;
+	return zutil_read_line(path, val, sizeof(val)) ||
+	       strcmp(val, "write through") != 0;
 }
 
 int zbd_open_dev(const char *path, unsigned int flags, struct zdev **devp,

@@ -2,7 +2,9 @@
 /* Unit tests of the small helpers: CRC32C, size and number parsing. */
 #include <check.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -352,6 +354,47 @@ START_TEST(test_uuid_str)
 }
 END_TEST
 
+/* A one-line file written into a scratch directory, its path in @path. */
+static void line_file(char *path, size_t len, const char *dir,
+		      const char *name, const char *text)
+{
+	FILE *f;
+
+	tu_path(path, len, dir, name);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_ge(fputs(text, f), 0);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/*
+ * An attribute's first line, without its newline; cut to the buffer; ""
+ * for an empty file; the errno of opening a missing one.
+ */
+START_TEST(test_read_line)
+{
+	char dir[PATH_MAX], path[PATH_MAX], buf[8];
+
+	tu_mkdtemp(dir, sizeof(dir));
+	line_file(path, sizeof(path), dir, "a", "write back\nmore\n");
+	ck_assert_int_eq(zutil_read_line(path, buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "write b");
+	line_file(path, sizeof(path), dir, "b", "Y\n");
+	ck_assert_int_eq(zutil_read_line(path, buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "Y");
+	line_file(path, sizeof(path), dir, "c", "0-3");
+	ck_assert_int_eq(zutil_read_line(path, buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "0-3");
+	line_file(path, sizeof(path), dir, "d", "");
+	memset(buf, 'x', sizeof(buf));
+	ck_assert_int_eq(zutil_read_line(path, buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "");
+	tu_path(path, sizeof(path), dir, "missing");
+	ck_assert_int_eq(zutil_read_line(path, buf, sizeof(buf)), -ENOENT);
+	tu_rmtree(dir);
+}
+END_TEST
+
 static Suite *util_suite(void)
 {
 	Suite *s = suite_create("util");
@@ -391,6 +434,9 @@ static Suite *util_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("uuid_str");
 	tcase_add_test(tc, test_uuid_str);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("read_line");
+	tcase_add_test(tc, test_read_line);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -57,6 +57,12 @@ char *zutil_size_str(uint64_t v, char *buf, size_t len);
  */
 size_t zutil_escape(char *buf, size_t size, const char *s, size_t len);
 
+/*
+ * The first line of the file at @path (a sysfs or module attribute), its
+ * newline taken off, into @buf of @len bytes (cut to @len - 1). Returns 0,
+ * @buf "" for an empty file, or -errno of opening it.
+ */
+int zutil_read_line(const char *path, char *buf, size_t len);
 
 /* Monotonic and real-time clocks in nanoseconds. */
 uint64_t zutil_now_mono_ns(void);

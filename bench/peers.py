@@ -306,6 +306,7 @@ class Fs:
                                    "journal_unflushed_commits",
                                    "checksums_at_write",
                                    "checksums_at_writeback",
+                                   "writes_sent_at_once",
                                    "space_stall_ns", "gc_bytes_by_writers",
                                    "journal_rolls", "journal_roll_max_ns",
                                    "journal_snapshot_stop_max_ns",
@@ -1130,6 +1131,12 @@ def cmd_report(a):
                                  r["rep"] + 1, r["system"], taken,
                                  c["checksums_at_write"],
                                  c["checksums_at_writeback"]))
+            if c and "writes_sent_at_once" in c:
+                notes.append("run %d %s mixed: %d writes sent to the device "
+                             "at once, for the fsync expected after them, "
+                             "of %d fsyncs" % (
+                                 r["rep"] + 1, r["system"],
+                                 c["writes_sent_at_once"], c["fsyncs"]))
             if c and "space_stall_ns" in c:
                 notes.append("run %d %s mixed: callers that found no room "
                              "spent %.0f ms making it, %.3f ms per fsync; "

@@ -486,6 +486,22 @@ ssize_t data_write(struct zfs *fs, struct zm_inode *in, const void *buf,
 	if (off < in->size)
 		rt->hot = true;
 	in->mtime = in->ctime = zutil_now_real_ns();
+	/*
+	 * The first write since an fsync that followed one write: another
+	 * fsync is expected, so the data goes to a writeback thread now, its
+	 * device write beside the reply and the fsync's round trip instead
+	 * of after them (issue 26; docs/performance.md, "Writes sent at once
+	 * for the fsync expected"). A second write before the fsync ends it:
+	 * staged, small writes gather into whole blocks and pieces.
+	 */
+	if (rt->unsynced_writes < 2)
+		rt->unsynced_writes++;
+	if (rt->unsynced_writes > 1)
+		rt->sync_each = false;
+	else if (rt->sync_each && rt->open) {
+		data_seal_all(fs, rt, 0);
+		atomic_fetch_add(&fs->sent_at_once, 1);
+	}
 	return (ssize_t)(pos - off);
 }
 

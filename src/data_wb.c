@@ -470,6 +470,10 @@ int data_fsync_inode(struct zfs *fs, struct zfs_rt *rt)
 	bool claim;
 
 	zlock_wr(&rt->lock, ZLOCK_RT);
+	if (rt->unsynced_writes) {
+		rt->sync_each = rt->unsynced_writes == 1;
+		rt->unsynced_writes = 0;
+	}
 	claim = data_claim(fs, rt);
 	data_seal_all(fs, rt, 0);
 	zlock_unrw(&rt->lock);

@@ -110,6 +110,14 @@ struct zfs_rt {
 				 a non-empty size: the last close writes
 				 the staged data out (data_close_inode()) */
 	/*
+	 * The fsync expected after a write (data_write()): the writes since
+	 * the last fsync (counting to 2), and whether that fsync followed a
+	 * single write (the next write's data goes out at once). Protected
+	 * by lock.
+	 */
+	uint8_t unsynced_writes;
+	bool sync_each;
+	/*
 	 * The kernel's caching of this file (ZFS_OPEN_* in zfs.h), protected
 	 * by zfs.meta_lock. rt lives until the kernel forgets the inode, and
 	 * the page cache dies with the kernel's inode, so neither outlives
@@ -281,6 +289,8 @@ struct zfs {
 	 * to the writeback threads (data_close_inode()).
 	 */
 	_Atomic bool space_low;
+	/* Writes whose data went out at once for the fsync expected. */
+	_Atomic uint64_t sent_at_once; /* zfs_stats.writes_sent_at_once */
 
 	/* Counters since mount (added to the journaled lifetime ones). */
 	_Atomic uint64_t host_bytes;
@@ -402,6 +412,11 @@ int data_fsync_inode(struct zfs *fs, struct zfs_rt *rt);
 void data_seal_idle(struct zfs *fs, uint64_t idle_ns);
 ssize_t data_read(struct zfs *fs, struct zm_inode *in, void *buf, size_t size,
 		  uint64_t off);
+/*
+ * Stage @size bytes of @buf at @off (rt lock exclusive). The first write
+ * after an fsync that followed a single write (rt.sync_each) is sealed at
+ * once, for the fsync expected next.
+ */
 ssize_t data_write(struct zfs *fs, struct zm_inode *in, const void *buf,
 		   size_t size, uint64_t off);
 /*

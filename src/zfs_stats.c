@@ -127,6 +127,7 @@ int zfs_get_stats(struct zfs *fs, struct zfs_stats *s)
 	s->checksum_errors = atomic_load(&fs->csum_errors);
 	s->checksums_at_write = atomic_load(&fs->csum_at_write);
 	s->checksums_at_writeback = atomic_load(&fs->csum_at_writeback);
+	s->writes_sent_at_once = atomic_load(&fs->sent_at_once);
 	s->fsyncs = atomic_load(&fs->fsyncs);
 	s->fsync_ns = atomic_load(&fs->fsync_ns);
 	s->fsync_data_ns = atomic_load(&fs->fsync_data_ns);
@@ -211,6 +212,7 @@ int zfs_stats_json(const struct zfs_stats *s, char *buf, size_t size)
 	    zjson_set_u64(o, "checksums_at_write", s->checksums_at_write) ||
 	    zjson_set_u64(o, "checksums_at_writeback",
 			  s->checksums_at_writeback) ||
+	    zjson_set_u64(o, "writes_sent_at_once", s->writes_sent_at_once) ||
 	    zjson_set_u64(o, "fsyncs", s->fsyncs) ||
 	    zjson_set_u64(o, "fsync_ns", s->fsync_ns) ||
 	    zjson_set_u64(o, "fsync_data_ns", s->fsync_data_ns) ||

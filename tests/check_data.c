@@ -883,6 +883,99 @@ START_TEST(test_unmount_waits_for_heads)
 }
 END_TEST
 
+/* Does open file @ino have data staged in open chunks (not sealed)? */
+static bool has_open_chunks(struct zfs *fs, uint64_t ino)
+{
+	struct zm_inode *in;
+	struct zfs_rt *rt;
+	bool open;
+
+	zlock_rd(&fs->meta_lock, ZLOCK_META);
+	in = zm_iget(&fs->m, ino);
+	ck_assert_ptr_nonnull(in);
+	rt = in->rt;
+	ck_assert_ptr_nonnull(rt);
+	zlock_rd(&rt->lock, ZLOCK_RT);
+	open = rt->open != NULL;
+	zlock_unrw(&rt->lock);
+	zlock_unrw(&fs->meta_lock);
+	return open;
+}
+
+static uint64_t sent_at_once(struct zfs *fs)
+{
+	struct zfs_stats st;
+
+	TU_OK(zfs_get_stats(fs, &st));
+	return st.writes_sent_at_once;
+}
+
+/* @len bytes of /f from its start equal @model, and pass their checks. */
+static void check_f(struct zfs *fs, uint64_t ino, const char *model, size_t len)
+{
+	struct zfs_scrub_file sr;
+	char *buf = malloc(len);
+
+	ck_assert_ptr_nonnull(buf);
+	TU_OK(zfs_open(fs, &tu_root_ctx, ino, O_RDONLY, NULL));
+	ck_assert_int_eq(zfs_read(fs, ino, buf, len, 0), (ssize_t)len);
+	ck_assert(!memcmp(buf, model, len));
+	TU_OK(zfs_release(fs, ino, 0));
+	TU_OK(zfs_scrub_file(fs, ino, &sr));
+	ck_assert_uint_eq(sr.nbad, 0);
+	free(buf);
+}
+
+/*
+ * The first write after an fsync that followed a single write goes to the
+ * device at once (sealed by the write: nothing of it left in an open
+ * chunk). A second write before the next fsync stays staged, and the
+ * write after an fsync of two writes is not sent at once either. Pieces
+ * that end in a block written in part (read-modify-write, then written
+ * again) leave the file's bytes and checksums right, also after a remount.
+ */
+START_TEST(test_sent_at_once_after_each_fsync)
+{
+	const size_t size = 64 * 1024;
+	char *model = calloc(1, size);
+	struct zfs *fs;
+	uint64_t ino;
+
+	ck_assert_ptr_nonnull(model);
+	mkfs(4096);
+	fs = tu_mount(tu_img, false);
+	TU_OK(tu_write(fs, "/f", 0, 0, 1));
+	ino = (uint64_t)tu_ino(fs, "/f");
+	TU_OK(zfs_open(fs, &tu_root_ctx, ino, O_RDWR, NULL));
+	wr(fs, ino, model, 0, 5000, 1);
+	ck_assert(has_open_chunks(fs, ino)); /* no fsync seen yet */
+	TU_OK(zfs_fsync(fs, ino, false));
+	wr(fs, ino, model, 5000, 3000, 2);
+	ck_assert(!has_open_chunks(fs, ino));
+	ck_assert_uint_eq(sent_at_once(fs), 1);
+	wr(fs, ino, model, 8000, 104, 3); /* a second write: staged */
+	ck_assert(has_open_chunks(fs, ino));
+	ck_assert_uint_eq(sent_at_once(fs), 1);
+	TU_OK(zfs_fsync(fs, ino, false));
+	wr(fs, ino, model, 9000, 4096, 4); /* after two writes: staged */
+	ck_assert(has_open_chunks(fs, ino));
+	TU_OK(zfs_fsync(fs, ino, false));
+	wr(fs, ino, model, 4096, 20000, 5); /* one write again: sent */
+	ck_assert(!has_open_chunks(fs, ino));
+	ck_assert_uint_eq(sent_at_once(fs), 2);
+	TU_OK(zfs_fsync(fs, ino, false));
+	TU_OK(zfs_release(fs, ino, 0));
+	check_f(fs, ino, model, 24096);
+	tu_unmount(fs);
+
+	fs = tu_mount(tu_img, true);
+	check_f(fs, ino, model, 24096);
+	tu_unmount(fs);
+	free(model);
+}
+END_TEST
+
+
 static void add(Suite *s, const char *name, const TTest *t)
 {
 	tu_add_case(s, name, t, tu_img_setup, tu_img_teardown, 60);
@@ -902,6 +995,8 @@ int main(void)
 	add(s, "close_writes_small_file", test_close_writes_small_file);
 	add(s, "csums_follow_bytes", test_csums_follow_bytes);
 	add(s, "csums_follow_bytes_512", test_csums_follow_bytes_512);
+	add(s, "sent_at_once_after_each_fsync",
+	    test_sent_at_once_after_each_fsync);
 	add(s, "lost_write_reads_eio", test_lost_write_reads_eio);
 	add(s, "lost_when_journal_fails", test_lost_when_journal_fails);
 	add(s, "lost_ranges_split", test_lost_ranges_split);

@@ -456,6 +456,12 @@ struct zfs_stats {
 	 */
 	uint64_t checksums_at_write, checksums_at_writeback;
 	/*
+	 * Writes whose data went to the device at once, for the fsync
+	 * expected after them: the file's last fsync followed a single
+	 * write.
+	 */
+	uint64_t writes_sent_at_once;
+	/*
 	 * Where fsync's time goes, in the daemon, since mount (ns): fsyncs
 	 * answered, their time, the part spent on their files' data, and
 	 * the journal's commits (count, time, of it the device flushes) and

@@ -975,7 +975,6 @@ START_TEST(test_sent_at_once_after_each_fsync)
 }
 END_TEST
 
-
 static void add(Suite *s, const char *name, const TTest *t)
 {
 	tu_add_case(s, name, t, tu_img_setup, tu_img_teardown, 60);

@@ -6,6 +6,7 @@ Run by meson (ZONEFUSE set); arguments pick tests by name.
 """
 import ctypes
 import errno
+import json
 import mmap
 import os
 import stat
@@ -425,6 +426,43 @@ def t_close_writes_out():
         write_file(q, b"s" * 100)
         wait_placed(q, 100)
         assert read_file(q) == b"s" * 100
+    finally:
+        mnt.umount()
+    e.fsck(img)
+
+
+def t_sent_at_once():
+    """A file fsynced after its one write has its next write sent to zones
+    at once, without waiting for the fsync expected after it; a second
+    write before that fsync stays staged, and so does the write after an
+    fsync of two writes (commit=60: nothing idle is written out in the
+    test). Counted in the stats' writes_sent_at_once."""
+    img = e.image("sent.img", "256M", "4M")
+    mnt = e.Mount(img, "mnt-sent", "commit=60")
+    try:
+        p = mnt.path("log")
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            os.write(fd, b"1" * 4096)
+            os.fsync(fd)
+            assert placed(p) == 4096, placed(p)
+            os.write(fd, b"2" * 4096)                   # sent at once
+            wait_placed(p, 8192)
+            os.write(fd, b"3" * 4096)                   # a second write: staged
+            os.write(fd, b"4" * 4096)
+            time.sleep(1)
+            assert placed(p) == 8192, placed(p)
+            os.fsync(fd)
+            assert placed(p) == 16384, placed(p)
+            os.write(fd, b"5" * 4096)                   # after two writes: staged
+            time.sleep(1)
+            assert placed(p) == 16384, placed(p)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        st = json.loads(os.getxattr(mnt.dir, "user.zonefuse.stats"))
+        assert st["writes_sent_at_once"] == 1, st["writes_sent_at_once"]
+        assert read_file(p) == b"".join(bytes([c]) * 4096 for c in b"12345")
     finally:
         mnt.umount()
     e.fsck(img)
@@ -1350,7 +1388,8 @@ def main():
     e.begin("create/open (O_EXCL, O_TRUNC, O_APPEND, O_DIRECT), uncached write-only opens, "
             "asynchronous O_DIRECT writes beside buffered readers, "
             "readahead_kb and strict numeric mount options, mkdir/rmdir/unlink, data written out at "
-            "the close of new and rewritten files, cached "
+            "the close of new and rewritten files, and at once for a file fsynced after each "
+            "write, cached "
             "negative lookups, listings and symlinks, rename "
             "(replace, NOREPLACE, EXCHANGE, EINVAL, ENOTEMPTY), link/symlink/readlink, "
             "ENAMETOOLONG/ENOENT, chmod/chown/utime/truncate, ext4 times and relatime, "
@@ -1370,6 +1409,7 @@ def main():
         ("mount_options", t_mount_options),
         ("mkdir_rmdir_unlink", t_mkdir_rmdir_unlink),
         ("close_writes_out", t_close_writes_out),
+        ("sent_at_once", t_sent_at_once),
         ("negative_lookup", t_negative_lookup),
         ("readdir_cache", t_readdir_cache),
         ("symlink_cache", t_symlink_cache),

@@ -496,9 +496,7 @@ ssize_t data_write(struct zfs *fs, struct zm_inode *in, const void *buf,
 	 */
 	if (rt->unsynced_writes < 2)
 		rt->unsynced_writes++;
-	if (rt->unsynced_writes > 1)
-		rt->sync_each = false;
-	else if (rt->sync_each && rt->open) {
+	if (rt->unsynced_writes == 1 && rt->sync_each && rt->open) {
 		data_seal_all(fs, rt, 0);
 		atomic_fetch_add(&fs->sent_at_once, 1);
 	}

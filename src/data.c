@@ -487,20 +487,49 @@ ssize_t data_write(struct zfs *fs, struct zm_inode *in, const void *buf,
 		rt->hot = true;
 	in->mtime = in->ctime = zutil_now_real_ns();
 	/*
-	 * The first write since an fsync that followed one write: another
-	 * fsync is expected, so the data goes to a writeback thread now, its
-	 * device write beside the reply and the fsync's round trip instead
-	 * of after them (issue 26; docs/performance.md, "Writes sent at once
-	 * for the fsync expected"). A second write before the fsync ends it:
-	 * staged, small writes gather into whole blocks and pieces.
+	 * The first write since an fsync that followed one write, or since
+	 * the open while the files opened lately were fsynced after their
+	 * first write (zfs.sync_vote): an fsync is expected, so the data
+	 * goes to a writeback thread now, its device write beside the reply
+	 * and the fsync's round trip instead of after them (issue 26;
+	 * docs/performance.md, "Writes sent at once for the fsync
+	 * expected"). A second write before the fsync ends it: staged, small
+	 * writes gather into whole blocks and pieces. A wrong guess costs a
+	 * partial block written again, and the piece's place: where a whole
+	 * file of its size would go (data_write_chunk()).
 	 */
 	if (rt->unsynced_writes < 2)
 		rt->unsynced_writes++;
-	if (rt->unsynced_writes == 1 && rt->sync_each && rt->open) {
+	if (rt->unsynced_writes == 2 && rt->opened) {
+		/* Written again before its first fsync: a vote against. */
+		rt->opened = false;
+		data_vote(fs, -1);
+	}
+	if (rt->unsynced_writes == 1 && rt->open &&
+	    (rt->sync_each ||
+	     (rt->opened && atomic_load(&fs->sync_vote) >= DATA_VOTE_ON))) {
 		data_seal_all(fs, rt, 0);
 		atomic_fetch_add(&fs->sent_at_once, 1);
 	}
 	return (ssize_t)(pos - off);
+}
+
+void data_vote(struct zfs *fs, int d)
+{
+	int v = atomic_load(&fs->sync_vote), n;
+
+	do {
+		n = ZF_MAX(0, ZF_MIN((int)DATA_VOTE_MAX, v + d));
+	} while (n != v &&
+		 !atomic_compare_exchange_weak(&fs->sync_vote, &v, n));
+}
+
+void data_open_write(struct zfs_rt *rt)
+{
+	zlock_wr(&rt->lock, ZLOCK_RT);
+	rt->opened = true;
+	rt->unsynced_writes = 0;
+	zlock_unrw(&rt->lock);
 }
 
 void data_truncate_staged(struct zfs *fs, struct zfs_rt *rt, uint64_t size)

@@ -11,6 +11,13 @@
 
 #define DATA_MAX_OPEN 16u  /* open chunks per file: the reorder window */
 #define DATA_POOL_KEEP 8u  /* chunk buffers kept while idle: data_buf_get */
+/*
+ * zfs.sync_vote's range, and the vote from which the first write after an
+ * open goes out at once: four more files fsynced after their first write
+ * than files written twice or closed unsynced, among the last eight.
+ */
+#define DATA_VOTE_MAX 8
+#define DATA_VOTE_ON 4
 
 /* Is @c filled whole (a large file's chunk)? */
 bool data_chunk_full(const struct zfs_chunk *c);
@@ -28,6 +35,8 @@ void data_chunk_free(struct zfs *fs, struct zfs_chunk *c);
  * be freeable. rt lock exclusive and meta_lock, either mode.
  */
 bool data_unpin(struct zfs *fs, struct zfs_rt *rt, bool by_writeback);
+/* Add @d to zfs.sync_vote, within 0..DATA_VOTE_MAX. */
+void data_vote(struct zfs *fs, int d);
 /* Queue @rt for the writeback threads. wb_lock held. */
 void data_queue(struct zfs *fs, struct zfs_rt *rt);
 /* Seal @rt's open chunks idle for @idle_ns (0: all). rt lock exclusive. */

@@ -640,6 +640,8 @@ static int zfs_create_common(struct zfs *fs, const struct zfs_ctx *ctx,
 		}
 		rt->group = parent;
 		rt->seal_on_close = true;
+		if ((flags & O_ACCMODE) != O_RDONLY)
+			data_open_write(rt);
 		if (cachep)
 			*cachep = zfs_cache_mode(in, rt, flags & O_ACCMODE);
 	}

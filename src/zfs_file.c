@@ -65,6 +65,8 @@ int zfs_open(struct zfs *fs, const struct zfs_ctx *ctx, uint64_t ino,
 	}
 	if (cachep)
 		cache = zfs_cache_mode(in, rt, acc);
+	if (acc != O_RDONLY && !in->nopen)
+		data_open_write(rt);
 	in->nopen++;
 	zlock_unrw(&fs->meta_lock);
 	if ((flags & O_TRUNC) && zm_is_reg(in)) {

@@ -111,12 +111,15 @@ struct zfs_rt {
 				 the staged data out (data_close_inode()) */
 	/*
 	 * The fsync expected after a write (data_write()): the writes since
-	 * the last fsync (counting to 2), and whether that fsync followed a
-	 * single write (the next write's data goes out at once). Protected
-	 * by lock.
+	 * the last fsync or the open (counting to 2), whether that fsync
+	 * followed a single write (the next write's data goes out at once),
+	 * and whether the file has been open for writing since before its
+	 * first fsync (that fsync, or the last close, votes in
+	 * zfs.sync_vote). Protected by lock.
 	 */
 	uint8_t unsynced_writes;
 	bool sync_each;
+	bool opened;
 	/*
 	 * The kernel's caching of this file (ZFS_OPEN_* in zfs.h), protected
 	 * by zfs.meta_lock. rt lives until the kernel forgets the inode, and
@@ -291,6 +294,14 @@ struct zfs {
 	_Atomic bool space_low;
 	/* Writes whose data went out at once for the fsync expected. */
 	_Atomic uint64_t sent_at_once; /* zfs_stats.writes_sent_at_once */
+	/*
+	 * How the files opened for writing lately were synced, 0 to
+	 * DATA_VOTE_MAX: one fsynced after its first write counts +1, one
+	 * written again before its first fsync or closed unsynced -1. From
+	 * DATA_VOTE_ON, the first write after an open goes out at once
+	 * (data_write()).
+	 */
+	_Atomic int sync_vote;
 
 	/* Counters since mount (added to the journaled lifetime ones). */
 	_Atomic uint64_t host_bytes;
@@ -392,6 +403,12 @@ int data_flush_all(struct zfs *fs);
 /* Same for one inode. */
 int data_flush_inode(struct zfs *fs, struct zfs_rt *rt);
 /*
+ * @rt's file is opened for writing, and no handle had it open: the writes
+ * count from here (rt.unsynced_writes), and its first fsync or last close
+ * votes (zfs.sync_vote). meta_lock held, rt lock not.
+ */
+void data_open_write(struct zfs_rt *rt);
+/*
  * The last close of a linked file: if its data goes out at close
  * (seal_on_close), seal all of it. A file of one chunk, while free zones
  * are not low, is kept for the caller: true, and the caller must then
@@ -414,8 +431,9 @@ ssize_t data_read(struct zfs *fs, struct zm_inode *in, void *buf, size_t size,
 		  uint64_t off);
 /*
  * Stage @size bytes of @buf at @off (rt lock exclusive). The first write
- * after an fsync that followed a single write (rt.sync_each) is sealed at
- * once, for the fsync expected next.
+ * after an fsync that followed a single write (rt.sync_each), or after an
+ * open while zfs.sync_vote says files are fsynced after their first
+ * write, is sealed at once, for the fsync expected next.
  */
 ssize_t data_write(struct zfs *fs, struct zm_inode *in, const void *buf,
 		   size_t size, uint64_t off);

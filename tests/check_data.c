@@ -975,6 +975,115 @@ START_TEST(test_sent_at_once_after_each_fsync)
 }
 END_TEST
 
+/* Create /@name, open for writing; its inode. */
+static uint64_t create_open(struct zfs *fs, const char *name)
+{
+	struct stat st;
+
+	TU_OK(zfs_create(fs, &tu_root_ctx, ZF_ROOT_INO, name, 0644, O_RDWR,
+			 &st, NULL));
+	zfs_forget(fs, (uint64_t)st.st_ino, 1);
+	return (uint64_t)st.st_ino;
+}
+
+/* The zone of the first extent of @ino (whose data is written). */
+static uint32_t first_zone(struct zfs *fs, uint64_t ino)
+{
+	struct zm_inode *in;
+	uint32_t z;
+
+	zlock_rd(&fs->meta_lock, ZLOCK_META);
+	in = zm_iget(&fs->m, ino);
+	ck_assert_ptr_nonnull(in);
+	ck_assert_uint_gt(in->f.n_ext, 0);
+	z = zm_zone_of(&fs->m, in->f.ext[0].addr);
+	zlock_unrw(&fs->meta_lock);
+	return z;
+}
+
+/*
+ * Files opened for writing vote: +1 for one fsynced after its first write,
+ * -1 for one written again before its first fsync or closed unsynced.
+ * From 4, the first write after an open goes to the device at once (new
+ * files and files opened again alike); below, it is staged. A piece sent
+ * so goes where a whole file of its size goes: under half a chunk, with
+ * the small files; from half a chunk, to zones of the file's own.
+ */
+START_TEST(test_sent_at_once_after_open)
+{
+	static const char *const voters[] = { "v0", "v1", "v2", "v3" };
+	const size_t size = 600 * 1024;
+	char *model = calloc(1, size);
+	uint64_t ino, v0 = 0, s0, big;
+	struct zfs *fs;
+	size_t i;
+
+	ck_assert_ptr_nonnull(model);
+	mkfs(4096);
+	fs = tu_mount(tu_img, false);
+	for (i = 0; i < 4; i++) {
+		ino = create_open(fs, voters[i]);
+		v0 = i ? v0 : ino;
+		wr(fs, ino, model, 0, 5000, 1);
+		ck_assert(has_open_chunks(fs, ino)); /* vote below 4 */
+		TU_OK(zfs_fsync(fs, ino, false));
+		TU_OK(zfs_release(fs, ino, 0));
+	}
+	ck_assert_uint_eq(sent_at_once(fs), 0);
+
+	s0 = create_open(fs, "s0"); /* vote 4: sent */
+	wr(fs, s0, model, 0, 5000, 1);
+	ck_assert(!has_open_chunks(fs, s0));
+	ck_assert_uint_eq(sent_at_once(fs), 1);
+	TU_OK(zfs_fsync(fs, s0, false)); /* vote 5 */
+	TU_OK(zfs_release(fs, s0, 0));
+
+	TU_OK(zfs_open(fs, &tu_root_ctx, v0, O_WRONLY, NULL));
+	wr(fs, v0, model, 5000, 3000, 1); /* an existing file's: sent */
+	ck_assert(!has_open_chunks(fs, v0));
+	ck_assert_uint_eq(sent_at_once(fs), 2);
+	wr(fs, v0, model, 8000, 100, 1); /* a second write: staged, vote 4 */
+	ck_assert(has_open_chunks(fs, v0));
+	TU_OK(zfs_release(fs, v0, 0));
+
+	ino = create_open(fs, "c0"); /* vote 4: sent */
+	wr(fs, ino, model, 0, 5000, 1);
+	ck_assert_uint_eq(sent_at_once(fs), 3);
+	TU_OK(zfs_release(fs, ino, 0)); /* closed unsynced: vote 3 */
+
+	ino = create_open(fs, "c1");
+	wr(fs, ino, model, 0, 5000, 1);
+	ck_assert(has_open_chunks(fs, ino));
+	ck_assert_uint_eq(sent_at_once(fs), 3);
+	TU_OK(zfs_fsync(fs, ino, false)); /* vote 4 */
+	TU_OK(zfs_release(fs, ino, 0));
+
+	ino = create_open(fs, "mid"); /* under half a chunk: small files' */
+	wr(fs, ino, model, 0, 300 * 1024, 2);
+	ck_assert(!has_open_chunks(fs, ino));
+	TU_OK(zfs_fsync(fs, ino, false));
+	TU_OK(zfs_release(fs, ino, 0));
+	ck_assert_uint_eq(first_zone(fs, ino), first_zone(fs, s0));
+	check_f(fs, ino, model, 300 * 1024);
+
+	big = create_open(fs, "big"); /* half a chunk or more: its own */
+	wr(fs, big, model, 0, size, 3);
+	ck_assert(!has_open_chunks(fs, big));
+	ck_assert_uint_eq(sent_at_once(fs), 5);
+	TU_OK(zfs_fsync(fs, big, false));
+	TU_OK(zfs_release(fs, big, 0));
+	ck_assert_uint_ne(first_zone(fs, big), first_zone(fs, s0));
+	check_f(fs, big, model, size);
+	tu_unmount(fs);
+
+	fs = tu_mount(tu_img, true);
+	check_f(fs, big, model, size);
+	TU_OK(tu_verify(fs, "/v0", 0, 5000, 1));
+	tu_unmount(fs);
+	free(model);
+}
+END_TEST
+
 static void add(Suite *s, const char *name, const TTest *t)
 {
 	tu_add_case(s, name, t, tu_img_setup, tu_img_teardown, 60);
@@ -996,6 +1105,7 @@ int main(void)
 	add(s, "csums_follow_bytes_512", test_csums_follow_bytes_512);
 	add(s, "sent_at_once_after_each_fsync",
 	    test_sent_at_once_after_each_fsync);
+	add(s, "sent_at_once_after_open", test_sent_at_once_after_open);
 	add(s, "lost_write_reads_eio", test_lost_write_reads_eio);
 	add(s, "lost_when_journal_fails", test_lost_when_journal_fails);
 	add(s, "lost_ranges_split", test_lost_ranges_split);

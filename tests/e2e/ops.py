@@ -468,6 +468,51 @@ def t_sent_at_once():
     e.fsck(img)
 
 
+def t_sent_at_once_after_open():
+    """While the files opened for writing lately were fsynced after their
+    first write (four more of them than of files written again or closed
+    unsynced), the first write after an open goes to zones at once: the
+    first four new files' writes stay staged until their fsync, the
+    fifth's does not wait for it, and files written twice before their
+    fsync (their first write sent, the second staged) turn the vote back
+    (commit=60)."""
+    img = e.image("open.img", "256M", "4M")
+    mnt = e.Mount(img, "mnt-open", "commit=60")
+
+    def write_one(name, fsync, second=False):
+        p = mnt.path(name)
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            os.write(fd, name.encode() * 4096)
+            if second:
+                os.write(fd, b"+" * 4096)
+            fsync(p)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def staged(p, want=0):
+        wait_placed(p, want)
+        time.sleep(1)
+        assert placed(p) == want, placed(p)
+
+    try:
+        for name in ("v0", "v1", "v2", "v3"):               # votes 0 to 3
+            write_one(name, staged)
+        write_one("s0", lambda p: wait_placed(p, 8192))     # 4: sent
+        write_one("w0", lambda p: staged(p, 8192), True)    # 5, then 4
+        write_one("w1", lambda p: staged(p, 8192), True)    # 4, then 3
+        write_one("s1", staged)                             # 3: staged
+        st = json.loads(os.getxattr(mnt.dir, "user.zonefuse.stats"))
+        assert st["writes_sent_at_once"] == 3, st["writes_sent_at_once"]
+        for name in ("v0", "s0", "s1"):
+            assert read_file(mnt.path(name)) == name.encode() * 4096, name
+        assert read_file(mnt.path("w1")) == b"w1" * 4096 + b"+" * 4096
+    finally:
+        mnt.umount()
+    e.fsck(img)
+
+
 def t_negative_lookup():
     """A name that is not there is cached like one that is: asked for again,
     the kernel answers ENOENT without a lookup; created, made a directory,
@@ -1389,7 +1434,7 @@ def main():
             "asynchronous O_DIRECT writes beside buffered readers, "
             "readahead_kb and strict numeric mount options, mkdir/rmdir/unlink, data written out at "
             "the close of new and rewritten files, and at once for a file fsynced after each "
-            "write, cached "
+            "write or while files are fsynced after their first write, cached "
             "negative lookups, listings and symlinks, rename "
             "(replace, NOREPLACE, EXCHANGE, EINVAL, ENOTEMPTY), link/symlink/readlink, "
             "ENAMETOOLONG/ENOENT, chmod/chown/utime/truncate, ext4 times and relatime, "
@@ -1410,6 +1455,7 @@ def main():
         ("mkdir_rmdir_unlink", t_mkdir_rmdir_unlink),
         ("close_writes_out", t_close_writes_out),
         ("sent_at_once", t_sent_at_once),
+        ("sent_at_once_after_open", t_sent_at_once_after_open),
         ("negative_lookup", t_negative_lookup),
         ("readdir_cache", t_readdir_cache),
         ("symlink_cache", t_symlink_cache),

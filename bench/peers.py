@@ -551,8 +551,9 @@ def mixed(fs, sz, rng, detail, after_fill=None):
     volume = sz["MIXED_MB"] * MIB
     wrote = 0
     lat = []
-    # Each fsync's end (seconds into the phase) and latency: where in the
-    # phase the slow ones fall (a warm-up cluster at the start, or spread).
+    # Each fsync's end (seconds into the phase), latency, operation and
+    # bytes written: where in the phase the slow ones fall (a warm-up
+    # cluster at the start, or spread), and which writes they follow.
     trace = []
     ops = {"create": 0, "overwrite": 0, "append": 0, "delete": 0}
     enospc = 0
@@ -588,7 +589,7 @@ def mixed(fs, sz, rng, detail, after_fill=None):
                 try:
                     lat.append(write_file(os.path.join(mnt, "hot", name), n,
                                           data))
-                    trace.append((time.perf_counter() - t0, lat[-1]))
+                    trace.append((time.perf_counter() - t0, lat[-1], op, n))
                 except OSError:
                     # Not created, or created short: not one of the set.
                     try:
@@ -614,7 +615,7 @@ def mixed(fs, sz, rng, detail, after_fill=None):
                     t = time.perf_counter()
                     os.fsync(fd)
                     lat.append(time.perf_counter() - t)
-                    trace.append((time.perf_counter() - t0, lat[-1]))
+                    trace.append((time.perf_counter() - t0, lat[-1], op, n))
                 finally:
                     os.close(fd)
                 if off + n > size:
@@ -652,8 +653,8 @@ def mixed(fs, sz, rng, detail, after_fill=None):
                   fsync_mean_ms=1e3 * sum(lat) / max(1, len(lat)),
                   end_fill=live / avail0, phase_timed_out=timed_out,
                   phase_bytes=wrote, phase_s=el,
-                  fsync_trace=[(round(t, 4), round(1e3 * x, 3))
-                               for t, x in trace])
+                  fsync_trace=[(round(t, 4), round(1e3 * x, 3), op, n)
+                               for t, x, op, n in trace])
     return {"fill_pct": 100 * detail["fill_bytes"] / avail0,
             "write_MBps": wrote / el / 1e6, "wa": wa_of(dev, s0, wrote),
             "fsync_p50_ms": 1e3 * lat[len(lat) // 2],
@@ -956,20 +957,26 @@ def fmt(v, unit):
 def tail_where(d, parts=10):
     """Where in the mixed phase its slowest fsyncs (those above the run's
     p99) fell, by tenths of the phase, and the p99 of the first tenth
-    against the rest's."""
+    against the rest's; with traces that say so, which writes they
+    followed (runs before the operation was traced have none)."""
     tr = d["fsync_trace"]
     span = d.get("phase_s") or tr[-1][0]
-    top = p99(sorted(x for _, x in tr))
+    top = p99(sorted(e[1] for e in tr))
     counts = [0] * parts
-    for t, x in tr:
-        if x > top:
-            counts[min(parts - 1, int(parts * t / span))] += 1
-    first = sorted(x for t, x in tr if t < span / parts)
-    rest = sorted(x for t, x in tr if t >= span / parts)
-    return ("the %d fsyncs slower than its p99 (%.2f ms) by tenth of the "
-            "phase: %s; p99 %.2f ms in the first tenth (%d fsyncs), %.2f in "
-            "the rest" % (sum(counts), top, " ".join(map(str, counts)),
-                          p99(first), len(first), p99(rest)))
+    for e in tr:
+        if e[1] > top:
+            counts[min(parts - 1, int(parts * e[0] / span))] += 1
+    first = sorted(e[1] for e in tr if e[0] < span / parts)
+    rest = sorted(e[1] for e in tr if e[0] >= span / parts)
+    out = ("the %d fsyncs slower than its p99 (%.2f ms) by tenth of the "
+           "phase: %s; p99 %.2f ms in the first tenth (%d fsyncs), %.2f in "
+           "the rest" % (sum(counts), top, " ".join(map(str, counts)),
+                         p99(first), len(first), p99(rest)))
+    slow = [e for e in tr if e[1] > top and len(e) >= 4]
+    if slow:
+        out += "; they followed %s" % ", ".join(
+            "%s of %d KiB" % (e[2], e[3] // 1024) for e in slow)
+    return out
 
 
 def cmd_report(a):

@@ -495,8 +495,14 @@ ssize_t data_write(struct zfs *fs, struct zm_inode *in, const void *buf,
 	 * docs/performance.md, "Writes sent at once for the fsync
 	 * expected"). A second write before the fsync ends it: staged, small
 	 * writes gather into whole blocks and pieces. A wrong guess costs a
-	 * partial block written again, and the piece's place: where a whole
-	 * file of its size would go (data_write_chunk()).
+	 * partial block written again. After an open, only a write of less
+	 * than half a chunk: a sent piece goes where a whole file of its size
+	 * goes, the small files' zones, and the first write of a stream (a
+	 * checkpoint shard's, which the kernel may deliver as 1020 KiB and
+	 * the rest) would die there with the stream, beside files that live
+	 * on (tests/space/wear.py). Giving such pieces zones of their own
+	 * instead held an active zone per directory of such files, which
+	 * large files then lacked (tests/real/mount.sh, 6 active zones).
 	 */
 	if (rt->unsynced_writes < 2)
 		rt->unsynced_writes++;
@@ -507,7 +513,8 @@ ssize_t data_write(struct zfs *fs, struct zm_inode *in, const void *buf,
 	}
 	if (rt->unsynced_writes == 1 && rt->open &&
 	    (rt->sync_each ||
-	     (rt->opened && atomic_load(&fs->sync_vote) >= DATA_VOTE_ON))) {
+	     (rt->opened && size < ZFS_CHUNK / 2 &&
+	      atomic_load(&fs->sync_vote) >= DATA_VOTE_ON))) {
 		data_seal_all(fs, rt, 0);
 		atomic_fetch_add(&fs->sent_at_once, 1);
 	}

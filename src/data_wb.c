@@ -143,16 +143,6 @@ static int data_log_piece(struct zfs *fs, struct zfs_rt *rt,
 	return ret;
 }
 
-/* Bytes of @c filled below its limit. */
-static uint32_t chunk_filled(const struct zfs_chunk *c)
-{
-	uint32_t i, n = 0;
-
-	for (i = 0; i < c->nr && c->fill[i].s < c->limit; i++)
-		n += ZF_MIN(c->fill[i].e, c->limit) - c->fill[i].s;
-	return n;
-}
-
 /*
  * Write chunk @c of @rt to zones, and journal each piece as it lands.
  * *@logged gets the file offset below which the chunk's data is in the
@@ -168,19 +158,11 @@ static int data_write_chunk(struct zfs *fs, struct zfs_rt *rt,
 	*logged = c->foff;
 	zlock_wr(&rt->lock, ZLOCK_RT);
 	/*
-	 * A file that writes whole chunks, or half of one that rewrites
-	 * nothing, is large: it gets zones of its own. Small writes go to
-	 * the shared heads: the rewrite stream for a file that rewrites its
-	 * data, the small-file stream otherwise. Half a chunk, because a
-	 * stream's first write may go out alone (data_write() sends it at
-	 * once when an fsync is expected, and the kernel may deliver a 1 MiB
-	 * write() as 1020 KiB and the rest): in the small files' zones it
-	 * would die with the stream, beside files that live on
-	 * (tests/space/wear.py).
+	 * A file that writes whole chunks is large: it gets zones of its
+	 * own. Small writes go to the shared heads: the rewrite stream for a
+	 * file that rewrites its data, the small-file stream otherwise.
 	 */
-	if (!rt->head &&
-	    (data_chunk_full(c) || rt->flushed >= ZFS_CHUNK ||
-	     (!rt->hot && chunk_filled(c) >= ZFS_CHUNK / 2)))
+	if (!rt->head && (data_chunk_full(c) || rt->flushed >= ZFS_CHUNK))
 		rt->head = alloc_private_head(fs, rt->group);
 	shared = rt->hot ? &fs->hot : &fs->small;
 	head = rt->head && (data_chunk_full(c) || !rt->hot) ? rt->head : shared;

@@ -1005,9 +1005,9 @@ static uint32_t first_zone(struct zfs *fs, uint64_t ino)
  * Files opened for writing vote: +1 for one fsynced after its first write,
  * -1 for one written again before its first fsync or closed unsynced.
  * From 4, the first write after an open goes to the device at once (new
- * files and files opened again alike); below, it is staged. A piece sent
- * so goes where a whole file of its size goes: under half a chunk, with
- * the small files; from half a chunk, to zones of the file's own.
+ * files and files opened again alike), with the small files, if less than
+ * half a chunk; below 4, or from half a chunk (a stream's first write
+ * does not go to the small files' zones), it is staged.
  */
 START_TEST(test_sent_at_once_after_open)
 {
@@ -1058,21 +1058,21 @@ START_TEST(test_sent_at_once_after_open)
 	TU_OK(zfs_fsync(fs, ino, false)); /* vote 4 */
 	TU_OK(zfs_release(fs, ino, 0));
 
-	ino = create_open(fs, "mid"); /* under half a chunk: small files' */
+	ino = create_open(fs, "mid"); /* under half a chunk: sent */
 	wr(fs, ino, model, 0, 300 * 1024, 2);
 	ck_assert(!has_open_chunks(fs, ino));
+	ck_assert_uint_eq(sent_at_once(fs), 4);
 	TU_OK(zfs_fsync(fs, ino, false));
 	TU_OK(zfs_release(fs, ino, 0));
 	ck_assert_uint_eq(first_zone(fs, ino), first_zone(fs, s0));
 	check_f(fs, ino, model, 300 * 1024);
 
-	big = create_open(fs, "big"); /* half a chunk or more: its own */
+	big = create_open(fs, "big"); /* half a chunk or more: staged */
 	wr(fs, big, model, 0, size, 3);
-	ck_assert(!has_open_chunks(fs, big));
-	ck_assert_uint_eq(sent_at_once(fs), 5);
+	ck_assert(has_open_chunks(fs, big));
+	ck_assert_uint_eq(sent_at_once(fs), 4);
 	TU_OK(zfs_fsync(fs, big, false));
 	TU_OK(zfs_release(fs, big, 0));
-	ck_assert_uint_ne(first_zone(fs, big), first_zone(fs, s0));
 	check_f(fs, big, model, size);
 	tu_unmount(fs);
 

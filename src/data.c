@@ -495,14 +495,15 @@ ssize_t data_write(struct zfs *fs, struct zm_inode *in, const void *buf,
 	 * docs/performance.md, "Writes sent at once for the fsync
 	 * expected"). A second write before the fsync ends it: staged, small
 	 * writes gather into whole blocks and pieces. A wrong guess costs a
-	 * partial block written again. After an open, only a write of less
-	 * than half a chunk: a sent piece goes where a whole file of its size
-	 * goes, the small files' zones, and the first write of a stream (a
-	 * checkpoint shard's, which the kernel may deliver as 1020 KiB and
-	 * the rest) would die there with the stream, beside files that live
-	 * on (tests/space/wear.py). Giving such pieces zones of their own
-	 * instead held an active zone per directory of such files, which
-	 * large files then lacked (tests/real/mount.sh, 6 active zones).
+	 * partial block written again. After an open, not a piece the kernel
+	 * cut from a larger write (DATA_CUT_MIN): a sent piece goes where a
+	 * whole file of its size goes, the small files' zones, and a stream's
+	 * first piece would die there with the stream, beside files that
+	 * live on (tests/space/wear.py). Giving pieces of half a chunk or
+	 * more zones of their own instead held an active zone per directory
+	 * of such files, which large files then lacked (tests/real/mount.sh,
+	 * 6 active zones), and one shared zone for them raised the write
+	 * amplification near full (docs/performance.md).
 	 */
 	if (rt->unsynced_writes < 2)
 		rt->unsynced_writes++;
@@ -513,7 +514,7 @@ ssize_t data_write(struct zfs *fs, struct zm_inode *in, const void *buf,
 	}
 	if (rt->unsynced_writes == 1 && rt->open &&
 	    (rt->sync_each ||
-	     (rt->opened && size < ZFS_CHUNK / 2 &&
+	     (rt->opened && size < DATA_CUT_MIN &&
 	      atomic_load(&fs->sync_vote) >= DATA_VOTE_ON))) {
 		data_seal_all(fs, rt, 0);
 		atomic_fetch_add(&fs->sent_at_once, 1);

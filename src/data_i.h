@@ -18,6 +18,14 @@
  */
 #define DATA_VOTE_MAX 8
 #define DATA_VOTE_ON 4
+/*
+ * A write this large or larger is likely a piece the kernel cut from a
+ * larger write(2) at max_write (ZFS_CHUNK, fuse_ll.c) and max_pages, less
+ * the user buffer's offset into its first page: a stream's first piece,
+ * not a file's whole data (the wear test's 12.5 MiB shards came as
+ * 1020 KiB and the rest). The slack covers pages of up to 64 KiB.
+ */
+#define DATA_CUT_MIN (ZFS_CHUNK - 65536u)
 
 /* Is @c filled whole (a large file's chunk)? */
 bool data_chunk_full(const struct zfs_chunk *c);

@@ -298,8 +298,8 @@ struct zfs {
 	 * How the files opened for writing lately were synced, 0 to
 	 * DATA_VOTE_MAX: one fsynced after its first write counts +1, one
 	 * written again before its first fsync or closed unsynced -1. From
-	 * DATA_VOTE_ON, the first write after an open goes out at once if
-	 * under half a chunk (data_write()).
+	 * DATA_VOTE_ON, the first write after an open goes out at once
+	 * unless the kernel cut it from a larger write (data_write()).
 	 */
 	_Atomic int sync_vote;
 
@@ -432,8 +432,9 @@ ssize_t data_read(struct zfs *fs, struct zm_inode *in, void *buf, size_t size,
 /*
  * Stage @size bytes of @buf at @off (rt lock exclusive). The first write
  * after an fsync that followed a single write (rt.sync_each), or after an
- * open, under half a chunk, while zfs.sync_vote says files are fsynced
- * after their first write, is sealed at once, for the fsync expected next.
+ * open, while zfs.sync_vote says files are fsynced after their first write
+ * and the write is not a piece the kernel cut from a larger one
+ * (DATA_CUT_MIN), is sealed at once, for the fsync expected next.
  */
 ssize_t data_write(struct zfs *fs, struct zm_inode *in, const void *buf,
 		   size_t size, uint64_t off);

@@ -1005,14 +1005,14 @@ static uint32_t first_zone(struct zfs *fs, uint64_t ino)
  * Files opened for writing vote: +1 for one fsynced after its first write,
  * -1 for one written again before its first fsync or closed unsynced.
  * From 4, the first write after an open goes to the device at once (new
- * files and files opened again alike), with the small files, if less than
- * half a chunk; below 4, or from half a chunk (a stream's first write
- * does not go to the small files' zones), it is staged.
+ * files and files opened again alike), with the small files; below 4 it
+ * is staged, and so is a piece the kernel cut from a larger write
+ * (DATA_CUT_MIN: a stream's first does not go to the small files' zones).
  */
 START_TEST(test_sent_at_once_after_open)
 {
 	static const char *const voters[] = { "v0", "v1", "v2", "v3" };
-	const size_t size = 600 * 1024;
+	const size_t size = 1020 * 1024;
 	char *model = calloc(1, size);
 	uint64_t ino, v0 = 0, s0, big;
 	struct zfs *fs;
@@ -1058,16 +1058,16 @@ START_TEST(test_sent_at_once_after_open)
 	TU_OK(zfs_fsync(fs, ino, false)); /* vote 4 */
 	TU_OK(zfs_release(fs, ino, 0));
 
-	ino = create_open(fs, "mid"); /* under half a chunk: sent */
-	wr(fs, ino, model, 0, 300 * 1024, 2);
+	ino = create_open(fs, "mid"); /* under 960 KiB: sent */
+	wr(fs, ino, model, 0, 940 * 1024, 2);
 	ck_assert(!has_open_chunks(fs, ino));
 	ck_assert_uint_eq(sent_at_once(fs), 4);
 	TU_OK(zfs_fsync(fs, ino, false));
 	TU_OK(zfs_release(fs, ino, 0));
 	ck_assert_uint_eq(first_zone(fs, ino), first_zone(fs, s0));
-	check_f(fs, ino, model, 300 * 1024);
+	check_f(fs, ino, model, 940 * 1024);
 
-	big = create_open(fs, "big"); /* half a chunk or more: staged */
+	big = create_open(fs, "big"); /* a piece the kernel cut: staged */
 	wr(fs, big, model, 0, size, 3);
 	ck_assert(has_open_chunks(fs, big));
 	ck_assert_uint_eq(sent_at_once(fs), 4);

@@ -458,9 +458,9 @@ struct zfs_stats {
 	/*
 	 * Writes whose data went to the device at once, for the fsync
 	 * expected after them: the file's last fsync followed a single
-	 * write, or the first write after an open, under half a chunk,
-	 * while the files opened lately were fsynced after their first
-	 * write.
+	 * write, or the first write after an open, under 960 KiB (larger
+	 * ones are likely pieces the kernel cut from a larger write), while
+	 * the files opened lately were fsynced after their first write.
 	 */
 	uint64_t writes_sent_at_once;
 	/*

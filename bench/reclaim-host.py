@@ -88,7 +88,7 @@ def run(seed, mb, zonefuse, zone_cap, touch_pct):
                         touch_cold(touch_pct, random.Random(seed + 1000))
                         if touch_pct else None)
         c = detail["counters"]
-        lat = sorted(x for _, x in detail["fsync_trace"])
+        lat = sorted(e[1] for e in detail["fsync_trace"])
         return {"seed": seed, "mb": mb, "zone_cap_mb": zone_cap,
                 "touch_cold_pct": touch_pct,
                 "phase_s": round(detail["phase_s"], 1),

@@ -431,6 +431,20 @@ static bool alloc_slot_ok(struct zfs *fs, enum alloc_kind kind)
 	return used + 1 + (kind == ALLOC_PRIVATE) <= fs->max_active;
 }
 
+bool alloc_slots_spare(struct zfs *fs)
+{
+	uint32_t used;
+	bool ok;
+
+	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
+	used = fs->nr_active + fs->jrnl_slots +
+	       (fs->super_slot || fs->super_busy);
+	ok = !fs->max_active ||
+	     used + 1 + ALLOC_SHARED_HEADS <= fs->max_active;
+	zlock_unmutex(&fs->alloc_lock);
+	return ok;
+}
+
 /*
  * The head other than @self that is not writing now (its lock is free)
  * and whose zone @score rates highest (0: not a candidate), returned with

@@ -25,6 +25,14 @@
  */
 #define ALLOC_FINISH_DIV 16u
 
+/*
+ * The shared heads (small, hot, gc, cold): each may hold an active slot.
+ * alloc_slots_spare() keeps that many free besides a head of a file not
+ * yet large, counting those that hold one already twice: it errs on the
+ * side of the large files.
+ */
+#define ALLOC_SHARED_HEADS 4u
+
 /* Reclaim moves a zone only if it frees at least this share of it. */
 #define ALLOC_GC_MIN_GAIN_DIV 16u
 

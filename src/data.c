@@ -497,13 +497,12 @@ ssize_t data_write(struct zfs *fs, struct zm_inode *in, const void *buf,
 	 * writes gather into whole blocks and pieces. A wrong guess costs a
 	 * partial block written again. After an open, not a piece the kernel
 	 * cut from a larger write (DATA_CUT_MIN): a sent piece goes where a
-	 * whole file of its size goes, the small files' zones, and a stream's
+	 * whole file of its size goes, on a device without active slots to
+	 * spare the small files' zones (data_write_chunk()), and a stream's
 	 * first piece would die there with the stream, beside files that
-	 * live on (tests/space/wear.py). Giving pieces of half a chunk or
-	 * more zones of their own instead held an active zone per directory
-	 * of such files, which large files then lacked (tests/real/mount.sh,
-	 * 6 active zones), and one shared zone for them raised the write
-	 * amplification near full (docs/performance.md).
+	 * live on (tests/space/wear.py). One shared zone for pieces of half
+	 * a chunk or more raised the write amplification near full
+	 * (docs/performance.md).
 	 */
 	if (rt->unsynced_writes < 2)
 		rt->unsynced_writes++;

@@ -143,6 +143,16 @@ static int data_log_piece(struct zfs *fs, struct zfs_rt *rt,
 	return ret;
 }
 
+/* Bytes of @c filled below its limit. */
+static uint32_t chunk_filled(const struct zfs_chunk *c)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < c->nr && c->fill[i].s < c->limit; i++)
+		n += ZF_MIN(c->fill[i].e, c->limit) - c->fill[i].s;
+	return n;
+}
+
 /*
  * Write chunk @c of @rt to zones, and journal each piece as it lands.
  * *@logged gets the file offset below which the chunk's data is in the
@@ -161,8 +171,20 @@ static int data_write_chunk(struct zfs *fs, struct zfs_rt *rt,
 	 * A file that writes whole chunks is large: it gets zones of its
 	 * own. Small writes go to the shared heads: the rewrite stream for a
 	 * file that rewrites its data, the small-file stream otherwise.
+	 * Half a chunk or more of a file that rewrites nothing gets zones of
+	 * its own too while the device has active slots to spare: its zone,
+	 * parked when the file closes, is one reclaim may pick (a head's is
+	 * not), and the small files' zones keep the smallest files (less
+	 * copied near full: docs/performance.md, "Half chunks in zones of
+	 * their own"). Without slots to spare, such a zone parked for its
+	 * directory held the slot a large file needed next, which then began
+	 * in the small files' zone and left it full of dead data at its
+	 * delete (tests/real/mount.sh, 6 active zones).
 	 */
-	if (!rt->head && (data_chunk_full(c) || rt->flushed >= ZFS_CHUNK))
+	if (!rt->head &&
+	    (data_chunk_full(c) || rt->flushed >= ZFS_CHUNK ||
+	     (!rt->hot && chunk_filled(c) >= ZFS_CHUNK / 2 &&
+	      alloc_slots_spare(fs))))
 		rt->head = alloc_private_head(fs, rt->group);
 	shared = rt->hot ? &fs->hot : &fs->small;
 	head = rt->head && (data_chunk_full(c) || !rt->hot) ? rt->head : shared;

@@ -551,6 +551,12 @@ bool alloc_wait(struct zfs *fs, const struct alloc_try *t, unsigned int ms);
  */
 void alloc_landed(struct zfs *fs, uint64_t addr, uint64_t len, bool copy);
 struct zfs_head *alloc_private_head(struct zfs *fs, uint64_t group);
+/*
+ * May a file not yet known to be large take zones of its own? True if
+ * the device has no active limit, or one that leaves a slot for every
+ * shared head and the journal besides. Taking alloc_lock.
+ */
+bool alloc_slots_spare(struct zfs *fs);
 void alloc_put_head(struct zfs *fs, struct zfs_head *head);
 /*
  * Reserve @len bytes of space for staged data. 0; -EAGAIN when space may

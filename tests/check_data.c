@@ -1064,7 +1064,8 @@ START_TEST(test_sent_at_once_after_open)
 	ck_assert_uint_eq(sent_at_once(fs), 4);
 	TU_OK(zfs_fsync(fs, ino, false));
 	TU_OK(zfs_release(fs, ino, 0));
-	ck_assert_uint_eq(first_zone(fs, ino), first_zone(fs, s0));
+	/* Half a chunk or more, slots to spare: a zone of its own. */
+	ck_assert_uint_ne(first_zone(fs, ino), first_zone(fs, s0));
 	check_f(fs, ino, model, 940 * 1024);
 
 	big = create_open(fs, "big"); /* a piece the kernel cut: staged */
@@ -1081,6 +1082,66 @@ START_TEST(test_sent_at_once_after_open)
 	TU_OK(tu_verify(fs, "/v0", 0, 5000, 1));
 	tu_unmount(fs);
 	free(model);
+}
+END_TEST
+
+/* Create @name, write @len bytes of pattern @seed, fsync, close. */
+static uint64_t put_file(struct zfs *fs, const char *name, size_t len,
+			 uint32_t seed)
+{
+	char *model = malloc(len);
+	uint64_t ino;
+
+	ck_assert_ptr_nonnull(model);
+	ino = create_open(fs, name);
+	wr(fs, ino, model, 0, len, seed);
+	TU_OK(zfs_fsync(fs, ino, false));
+	TU_OK(zfs_release(fs, ino, 0));
+	free(model);
+	return ino;
+}
+
+/*
+ * A file that rewrites nothing and fills half a chunk or more takes zones
+ * of its own while the device has active slots to spare: with no active
+ * limit, and with null_blk's 14, beside the journal and the four shared
+ * heads. At 6 active zones it stays with the small files, and the slots
+ * stay for large files. Under half a chunk it always does.
+ */
+START_TEST(test_half_chunk_own_zone)
+{
+	static const uint32_t limits[] = { 0, 14, 6 };
+	unsigned int i;
+
+	for (i = 0; i < ZF_ARRAY_SIZE(limits); i++) {
+		struct zemu_params p = {
+			.size = 64 * TU_MIB,
+			.zone_size = 4 * TU_MIB,
+			.block_size = 4096,
+			.max_active = limits[i],
+		};
+		uint64_t sm, under, half;
+		struct zfs *fs;
+
+		unlink(tu_img);
+		tu_mkfs_image(tu_img, &p);
+		fs = tu_mount(tu_img, false);
+		sm = put_file(fs, "small", 5000, 1);
+		under = put_file(fs, "under", ZFS_CHUNK / 2 - 4096, 2);
+		half = put_file(fs, "half", ZFS_CHUNK / 2, 3);
+		ck_assert_uint_eq(first_zone(fs, under), first_zone(fs, sm));
+		if (limits[i] == 6)
+			ck_assert_uint_eq(first_zone(fs, half),
+					  first_zone(fs, sm));
+		else
+			ck_assert_uint_ne(first_zone(fs, half),
+					  first_zone(fs, sm));
+		tu_unmount(fs);
+		fs = tu_mount(tu_img, true);
+		TU_OK(tu_verify(fs, "/under", 0, ZFS_CHUNK / 2 - 4096, 2));
+		TU_OK(tu_verify(fs, "/half", 0, ZFS_CHUNK / 2, 3));
+		tu_unmount(fs);
+	}
 }
 END_TEST
 
@@ -1106,6 +1167,7 @@ int main(void)
 	add(s, "sent_at_once_after_each_fsync",
 	    test_sent_at_once_after_each_fsync);
 	add(s, "sent_at_once_after_open", test_sent_at_once_after_open);
+	add(s, "half_chunk_own_zone", test_half_chunk_own_zone);
 	add(s, "lost_write_reads_eio", test_lost_write_reads_eio);
 	add(s, "lost_when_journal_fails", test_lost_when_journal_fails);
 	add(s, "lost_ranges_split", test_lost_ranges_split);

@@ -413,6 +413,17 @@ void alloc_io_end(struct zfs *fs, uint32_t zone)
 /* ---- active slots ------------------------------------------------------ */
 
 /*
+ * Active slots held: data zones, the journal's chain, the super zone
+ * while it keeps one or writes an anchor. alloc_lock held.
+ */
+static uint32_t alloc_slots_used(struct zfs *fs)
+{
+	ZLOCK_HELD(&fs->alloc_lock);
+	return fs->nr_active + fs->jrnl_slots +
+	       (fs->super_slot || fs->super_busy);
+}
+
+/*
  * May a data zone of @kind become active? The journal's chain always has
  * a slot, the super zone one while it keeps it or writes an anchor; a
  * large file takes a zone of its own only while one slot more stays for
@@ -421,26 +432,19 @@ void alloc_io_end(struct zfs *fs, uint32_t zone)
  */
 static bool alloc_slot_ok(struct zfs *fs, enum alloc_kind kind)
 {
-	uint32_t used = fs->nr_active + fs->jrnl_slots +
-			(fs->super_slot || fs->super_busy);
-
-	ZLOCK_HELD(&fs->alloc_lock);
-
 	if (!fs->max_active)
 		return true;
-	return used + 1 + (kind == ALLOC_PRIVATE) <= fs->max_active;
+	return alloc_slots_used(fs) + 1 + (kind == ALLOC_PRIVATE) <=
+	       fs->max_active;
 }
 
 bool alloc_slots_spare(struct zfs *fs)
 {
-	uint32_t used;
 	bool ok;
 
 	zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
-	used = fs->nr_active + fs->jrnl_slots +
-	       (fs->super_slot || fs->super_busy);
 	ok = !fs->max_active ||
-	     used + 1 + ALLOC_SHARED_HEADS <= fs->max_active;
+	     alloc_slots_used(fs) + 1 + ALLOC_SHARED_HEADS <= fs->max_active;
 	zlock_unmutex(&fs->alloc_lock);
 	return ok;
 }

@@ -1005,8 +1005,9 @@ static uint32_t first_zone(struct zfs *fs, uint64_t ino)
  * Files opened for writing vote: +1 for one fsynced after its first write,
  * -1 for one written again before its first fsync or closed unsynced.
  * From 4, the first write after an open goes to the device at once (new
- * files and files opened again alike), with the small files; below 4 it
- * is staged, and so is a piece the kernel cut from a larger write
+ * files and files opened again alike), where a whole file of its size
+ * goes (a 940 KiB one, with slots to spare, to a zone of its own); below
+ * 4 it is staged, and so is a piece the kernel cut from a larger write
  * (DATA_CUT_MIN: a stream's first does not go to the small files' zones).
  */
 START_TEST(test_sent_at_once_after_open)

@@ -414,10 +414,13 @@ void alloc_gc_done(struct zfs *fs, uint32_t zone)
 	 * A victim left with data (reclaim stopped, wear leveling over its
 	 * budget) and room is parked again: a parked or head's zone that
 	 * lost its flag was neither written nor a victim again, and kept its
-	 * slot for good.
+	 * slot for good. It is no directory's: the shared heads continue in
+	 * it before they take a fresh zone.
 	 */
-	if (z->valid && alloc_is_active(z))
+	if (z->valid && alloc_is_active(z)) {
 		z->flags |= ZFS_ZF_PARKED;
+		z->owner = 0;
+	}
 	alloc_maybe_dead(fs, z);
 	zlock_unmutex(&fs->alloc_lock);
 }

@@ -176,8 +176,10 @@ struct zfs_head {
 /* Zone roles (zm_zone.flags), under alloc_lock. */
 #define ZFS_ZF_HEAD (1u << 0)	/* a head's current zone */
 #define ZFS_ZF_PARKED (1u << 1) /* partly written, no head: reusable by
-				   its group (zm_zone.owner), or by anyone
-				   when zones or slots run short */
+				   its group (zm_zone.owner), by the shared
+				   heads if it has none (0) or free zones
+				   are short, by anyone when zones or slots
+				   run out */
 #define ZFS_ZF_RESETQ (1u << 2) /* queued for reset */
 #define ZFS_ZF_GC (1u << 3)	/* being emptied by reclaim */
 

@@ -130,7 +130,8 @@ struct zm_zone {
 	uint8_t state;	 /* enum zm_zone_state */
 	uint8_t cond;	 /* device condition at mount */
 	uint8_t flags;	 /* owned by the allocator */
-	uint64_t owner;	 /* allocator: the placement group of a parked zone */
+	uint64_t owner;	 /* allocator: the placement group of a parked zone,
+			    0 for none */
 	uint64_t pending; /* allocator: bytes written to the zone whose extent
 			     is not applied yet; the zone is not dead while
 			     any are */

@@ -399,6 +399,29 @@ START_TEST(test_open_limit_one)
 END_TEST
 
 /*
+ * A zone parked for placement group @owner, waited for (a head parks its
+ * zone when its writeback ends, just after a sync returns), or ZF_NO_ZONE.
+ */
+static uint32_t parked_zone(struct zfs *fs, uint64_t owner)
+{
+	uint32_t i, k, found = ZF_NO_ZONE;
+
+	for (k = 0; k < 1000 && found == ZF_NO_ZONE; k++) {
+		struct timespec ts = { 0, 1000000 };
+
+		zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
+		for (i = 0; i < fs->m.nr_zones; i++)
+			if ((fs->m.zones[i].flags & ZFS_ZF_PARKED) &&
+			    fs->m.zones[i].owner == owner)
+				found = i;
+		zlock_unmutex(&fs->alloc_lock);
+		if (found == ZF_NO_ZONE)
+			nanosleep(&ts, NULL);
+	}
+	return found;
+}
+
+/*
  * A zone closed on the device must be opened to be finished (null_blk's
  * rule): at the open limit, a parked zone finished for its slot first
  * gets an open one closed for it. Before, the finish was refused, the
@@ -415,8 +438,8 @@ START_TEST(test_finish_closed_zone)
 		.max_open = 1,
 		.max_active = 3,
 	};
-	uint32_t i, k, parked = ZF_NO_ZONE;
 	struct zdev_zone rep;
+	uint32_t parked;
 	struct zfs *fs;
 
 	tu_mkfs_image(tu_img, &p);
@@ -424,17 +447,7 @@ START_TEST(test_finish_closed_zone)
 	/* A large file whose last zone is parked nearly full. */
 	TU_OK(tu_write(fs, "/big", 0, 2 * ZONE - 32 * 1024, 1));
 	TU_OK(zfs_sync(fs));
-	/* The writeback parks it once done, just after the sync returns. */
-	for (k = 0; k < 1000 && parked == ZF_NO_ZONE; k++) {
-		struct timespec ts = { 0, 1000000 };
-
-		zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
-		for (i = 0; i < fs->m.nr_zones; i++)
-			if (fs->m.zones[i].flags & ZFS_ZF_PARKED)
-				parked = i;
-		zlock_unmutex(&fs->alloc_lock);
-		nanosleep(&ts, NULL);
-	}
+	parked = parked_zone(fs, (uint64_t)tu_ino(fs, "/"));
 	ck_assert_uint_ne(parked, ZF_NO_ZONE);
 	TU_OK(jrnl_commit(fs->j, UINT64_MAX));
 	/* The journal's commit closed it: the open zone is the chain's. */
@@ -657,33 +670,10 @@ START_TEST(test_gc_premount_first)
 END_TEST
 
 /*
- * A zone parked for placement group @owner, waited for (a head parks its
- * zone when its writeback ends, just after a sync returns), or ZF_NO_ZONE.
- */
-static uint32_t parked_zone(struct zfs *fs, uint64_t owner)
-{
-	uint32_t i, k, found = ZF_NO_ZONE;
-
-	for (k = 0; k < 1000 && found == ZF_NO_ZONE; k++) {
-		struct timespec ts = { 0, 1000000 };
-
-		zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);
-		for (i = 0; i < fs->m.nr_zones; i++)
-			if ((fs->m.zones[i].flags & ZFS_ZF_PARKED) &&
-			    fs->m.zones[i].owner == owner)
-				found = i;
-		zlock_unmutex(&fs->alloc_lock);
-		if (found == ZF_NO_ZONE)
-			nanosleep(&ts, NULL);
-	}
-	return found;
-}
-
-/*
  * The small files' zone from before a remount is parked for no group:
  * the small head continues in it rather than take a fresh zone. Taking
  * fresh zones while such room idled made reclaim copy full zones near
- * full (write amplification 1.19-1.76 against 1.05, bench/reclaim-host.py
+ * full (write amplification 1.19-1.58 against 1.05, bench/reclaim-host.py
  * --zone-cap 48).
  */
 START_TEST(test_shared_resumes_premount)

@@ -399,14 +399,15 @@ START_TEST(test_open_limit_one)
 END_TEST
 
 /*
- * A zone parked for placement group @owner, waited for (a head parks its
- * zone when its writeback ends, just after a sync returns), or ZF_NO_ZONE.
+ * A zone parked for placement group @owner, waited for up to 10 s (a head
+ * parks its zone when its writeback ends, just after a sync returns; a
+ * busy machine may delay that thread), or ZF_NO_ZONE.
  */
 static uint32_t parked_zone(struct zfs *fs, uint64_t owner)
 {
 	uint32_t i, k, found = ZF_NO_ZONE;
 
-	for (k = 0; k < 1000 && found == ZF_NO_ZONE; k++) {
+	for (k = 0; k < 10000 && found == ZF_NO_ZONE; k++) {
 		struct timespec ts = { 0, 1000000 };
 
 		zlock_mutex(&fs->alloc_lock, ZLOCK_ALLOC);

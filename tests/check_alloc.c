@@ -494,6 +494,24 @@ START_TEST(test_write_once_no_victim)
 END_TEST
 
 /*
+ * A fresh file system of 16 zones, mounted, with /a and /b (100 KiB of
+ * patterns 1 and 2) synced in the small files' zone, which *@zone names.
+ */
+static struct zfs *mount_small_pair(uint32_t *zone)
+{
+	struct zfs *fs;
+
+	mkfs(16);
+	fs = tu_mount(tu_img, false);
+	TU_OK(tu_write(fs, "/a", 0, 100 * 1024, 1));
+	TU_OK(tu_write(fs, "/b", 0, 100 * 1024, 2));
+	TU_OK(zfs_sync(fs));
+	*zone = fs->small.zone;
+	ck_assert_uint_ne(*zone, ZF_NO_ZONE);
+	return fs;
+}
+
+/*
  * Dead bytes in the zone of a head not writing now are space the check
  * counted: with nothing else dead, a greedy collection takes that zone
  * from its head and gives it back emptied.
@@ -505,13 +523,7 @@ START_TEST(test_head_zone_victim)
 	uint32_t zone;
 	struct zfs *fs;
 
-	mkfs(16);
-	fs = tu_mount(tu_img, false);
-	TU_OK(tu_write(fs, "/a", 0, 100 * 1024, 1));
-	TU_OK(tu_write(fs, "/b", 0, 100 * 1024, 2));
-	TU_OK(zfs_sync(fs));
-	zone = fs->small.zone;
-	ck_assert_uint_ne(zone, ZF_NO_ZONE);
+	fs = mount_small_pair(&zone);
 	ino = tu_ino(fs, "/a");
 	ck_assert_int_gt(ino, 0);
 	TU_OK(tu_unlink(fs, "/a"));
@@ -682,13 +694,7 @@ START_TEST(test_shared_resumes_premount)
 	uint32_t zone, floor, nfree;
 	struct zfs *fs;
 
-	mkfs(16);
-	fs = tu_mount(tu_img, false);
-	TU_OK(tu_write(fs, "/a", 0, 100 * 1024, 1));
-	TU_OK(tu_write(fs, "/b", 0, 100 * 1024, 2));
-	TU_OK(zfs_sync(fs));
-	zone = fs->small.zone;
-	ck_assert_uint_ne(zone, ZF_NO_ZONE);
+	fs = mount_small_pair(&zone);
 	tu_unmount(fs);
 
 	fs = tu_mount(tu_img, false);
